@@ -1,0 +1,56 @@
+//! The `ferrolog` daemon: `ferrolog --config server.properties [--override key=value]...`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use ferrolog::broker::Broker;
+use ferrolog::config::BrokerConfig;
+use tokio::signal::unix::{signal, SignalKind};
+
+#[derive(Parser, Debug)]
+#[command(version, about = "A Kafka-compatible commit-log broker")]
+struct Args {
+    /// A Kafka `server.properties` file.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Set a property, as Kafka's `--override key=value`; later wins.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let args = Args::parse();
+    let config = match BrokerConfig::load(&args.config, &args.overrides) {
+        Ok(config) => config,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            eprintln!("ferrolog: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let system = actix_rt::System::new();
+    let outcome = system.block_on(async move {
+        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
+        let (mut term, mut int) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => (term, int),
+            _ => return Err("cannot install signal handlers".to_string()),
+        };
+        tokio::select! {
+            _ = term.recv() => log::info!("SIGTERM: shutting down"),
+            _ = int.recv() => log::info!("SIGINT: shutting down"),
+        }
+        broker.shutdown().await.map_err(|e| e.to_string())
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The storage layer's error type. Operating errors (disk, corruption, bad
+//! input) are values; each maps to one Kafka error code at the API edge.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::batch::BatchError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("I/O error on {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "offset {offset} is out of range: the log holds [{log_start_offset}, {log_end_offset})"
+    )]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    #[error("offset {offset} does not follow the log end offset {expected}")]
+    NonMonotonicOffset { offset: i64, expected: i64 },
+    #[error(transparent)]
+    InvalidBatch(#[from] BatchError),
+    #[error("checkpoint {path} is malformed at line {line}: {reason}")]
+    Checkpoint {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+}
+
+impl LogError {
+    pub fn io(path: &Path, source: io::Error) -> LogError {
+        LogError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether the partition can go on serving after this error. Disk and
+    /// corruption errors take it offline; bad input from a client does not.
+    pub fn is_fatal_for_partition(&self) -> bool {
+        matches!(self, LogError::Io { .. } | LogError::Corrupt { .. })
+    }
+}

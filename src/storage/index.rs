@@ -1,0 +1,461 @@
+//! The two sparse indexes of a segment, in Kafka's on-disk entry layouts:
+//! `.index` maps a relative offset (4 bytes) to a byte position (4 bytes);
+//! `.timeindex` maps a timestamp (8 bytes) to a relative offset (4 bytes).
+//!
+//! Entries live in memory and are written through on flush. An index is a
+//! cache of its log: it is checked on load and rebuilt from the log whenever
+//! it looks wrong, so it must never be the only copy of anything.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// One fixed-size entry of an index file.
+pub trait IndexEntry: Copy + std::fmt::Debug {
+    const SIZE: usize;
+    fn encode(&self, out: &mut [u8]);
+    fn decode(bytes: &[u8]) -> Self;
+}
+
+/// `.index` entry: offset relative to the segment base, byte position in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetPosition {
+    pub relative_offset: u32,
+    pub position: u32,
+}
+
+impl IndexEntry for OffsetPosition {
+    const SIZE: usize = 8;
+    fn encode(&self, out: &mut [u8]) {
+        out[..4].copy_from_slice(&self.relative_offset.to_be_bytes());
+        out[4..8].copy_from_slice(&self.position.to_be_bytes());
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        OffsetPosition {
+            relative_offset: u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+            position: u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+        }
+    }
+}
+
+/// `.timeindex` entry: a timestamp and the relative offset holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub timestamp: i64,
+    pub relative_offset: u32,
+}
+
+impl IndexEntry for TimestampOffset {
+    const SIZE: usize = 12;
+    fn encode(&self, out: &mut [u8]) {
+        out[..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        out[8..12].copy_from_slice(&self.relative_offset.to_be_bytes());
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&bytes[..8]);
+        TimestampOffset {
+            timestamp: i64::from_be_bytes(ts),
+            relative_offset: u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]),
+        }
+    }
+}
+
+/// Why an index file on disk cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index {path} cannot be read: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("index {path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+}
+
+/// An index file and its entries in memory. Entries past `persisted` have not
+/// reached the file yet.
+#[derive(Debug)]
+pub struct IndexFile<E: IndexEntry> {
+    path: PathBuf,
+    file: File,
+    entries: Vec<E>,
+    persisted: usize,
+    max_entries: usize,
+}
+
+impl<E: IndexEntry> IndexFile<E> {
+    /// A new, empty index (an existing file is emptied).
+    pub fn create(path: &Path, max_bytes: u64) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Self::with_entries(path, file, Vec::new(), max_bytes))
+    }
+
+    /// Read an existing index. A missing file or a size that is not a whole
+    /// number of entries is an error; the caller rebuilds.
+    pub fn open(path: &Path, max_bytes: u64) -> Result<Self, IndexError> {
+        let io_err = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len() as usize;
+        if !len.is_multiple_of(E::SIZE) {
+            return Err(IndexError::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!("size {len} is not a multiple of {}", E::SIZE),
+            });
+        }
+        let mut bytes = vec![0u8; len];
+        file.read_exact_at(&mut bytes, 0).map_err(io_err)?;
+        let entries: Vec<E> = bytes.chunks_exact(E::SIZE).map(E::decode).collect();
+        let mut index = Self::with_entries(path, file, entries, max_bytes);
+        index.persisted = index.entries.len();
+        Ok(index)
+    }
+
+    fn with_entries(path: &Path, file: File, entries: Vec<E>, max_bytes: u64) -> Self {
+        IndexFile {
+            path: path.to_path_buf(),
+            file,
+            entries,
+            persisted: 0,
+            max_entries: (max_bytes as usize / E::SIZE).max(1),
+        }
+    }
+
+    pub fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    pub fn last(&self) -> Option<&E> {
+        self.entries.last()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= self.max_entries
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn corrupt(&self, reason: String) -> IndexError {
+        IndexError::Corrupt {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+
+    pub fn push(&mut self, entry: E) {
+        self.entries.push(entry);
+    }
+
+    /// Keep the first `len` entries, on disk too.
+    pub fn truncate(&mut self, len: usize) -> io::Result<()> {
+        if len < self.entries.len() {
+            self.entries.truncate(len);
+            if self.persisted > len {
+                self.persisted = len;
+                self.file.set_len((len * E::SIZE) as u64)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the entries not yet on disk; fsync when `sync`.
+    pub fn flush(&mut self, sync: bool) -> io::Result<()> {
+        if self.persisted < self.entries.len() {
+            let pending = &self.entries[self.persisted..];
+            let mut bytes = vec![0u8; pending.len() * E::SIZE];
+            for (entry, out) in pending.iter().zip(bytes.chunks_exact_mut(E::SIZE)) {
+                entry.encode(out);
+            }
+            self.file
+                .write_all_at(&bytes, (self.persisted * E::SIZE) as u64)?;
+            self.persisted = self.entries.len();
+        }
+        if sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+/// The `.index` of a segment.
+#[derive(Debug)]
+pub struct OffsetIndex {
+    base_offset: i64,
+    file: IndexFile<OffsetPosition>,
+}
+
+impl OffsetIndex {
+    pub fn create(path: &Path, base_offset: i64, max_bytes: u64) -> io::Result<Self> {
+        Ok(OffsetIndex {
+            base_offset,
+            file: IndexFile::create(path, max_bytes)?,
+        })
+    }
+
+    /// Open and sanity-check against the log's size: offsets strictly
+    /// increasing, positions increasing and inside the log.
+    pub fn open(
+        path: &Path,
+        base_offset: i64,
+        max_bytes: u64,
+        log_size: u64,
+    ) -> Result<Self, IndexError> {
+        let file = IndexFile::<OffsetPosition>::open(path, max_bytes)?;
+        let mut previous: Option<OffsetPosition> = None;
+        for entry in file.entries() {
+            if entry.position as u64 >= log_size {
+                return Err(file.corrupt(format!(
+                    "entry {entry:?} points past the log end {log_size}"
+                )));
+            }
+            if let Some(prev) = previous {
+                if entry.relative_offset <= prev.relative_offset || entry.position <= prev.position
+                {
+                    return Err(file.corrupt(format!("entry {entry:?} is out of order")));
+                }
+            }
+            previous = Some(*entry);
+        }
+        Ok(OffsetIndex { base_offset, file })
+    }
+
+    pub fn append(&mut self, offset: i64, position: u64) {
+        let entry = OffsetPosition {
+            relative_offset: (offset - self.base_offset) as u32,
+            position: position as u32,
+        };
+        if self
+            .file
+            .last()
+            .is_none_or(|last| last.relative_offset < entry.relative_offset)
+        {
+            self.file.push(entry);
+        }
+    }
+
+    /// The largest indexed offset at or below `offset`, and its position;
+    /// the segment start when there is none.
+    pub fn lookup(&self, offset: i64) -> (i64, u64) {
+        let entries = self.file.entries();
+        let target = offset - self.base_offset;
+        let at = entries.partition_point(|e| (e.relative_offset as i64) <= target);
+        match at.checked_sub(1).map(|i| entries[i]) {
+            Some(e) => (
+                self.base_offset + e.relative_offset as i64,
+                e.position as u64,
+            ),
+            None => (self.base_offset, 0),
+        }
+    }
+
+    /// Drop entries for offsets at or past `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> io::Result<()> {
+        let target = offset - self.base_offset;
+        let keep = self
+            .file
+            .entries()
+            .partition_point(|e| (e.relative_offset as i64) < target);
+        self.file.truncate(keep)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.file.is_full()
+    }
+
+    pub fn len(&self) -> usize {
+        self.file.entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn flush(&mut self, sync: bool) -> io::Result<()> {
+        self.file.flush(sync)
+    }
+}
+
+/// The `.timeindex` of a segment.
+#[derive(Debug)]
+pub struct TimeIndex {
+    base_offset: i64,
+    file: IndexFile<TimestampOffset>,
+}
+
+impl TimeIndex {
+    pub fn create(path: &Path, base_offset: i64, max_bytes: u64) -> io::Result<Self> {
+        Ok(TimeIndex {
+            base_offset,
+            file: IndexFile::create(path, max_bytes)?,
+        })
+    }
+
+    /// Open and sanity-check: timestamps and offsets never go backwards, and
+    /// no offset lies at or past the segment's end `next_offset`.
+    pub fn open(
+        path: &Path,
+        base_offset: i64,
+        max_bytes: u64,
+        next_offset: i64,
+    ) -> Result<Self, IndexError> {
+        let file = IndexFile::<TimestampOffset>::open(path, max_bytes)?;
+        let mut previous: Option<TimestampOffset> = None;
+        for entry in file.entries() {
+            if base_offset + entry.relative_offset as i64 >= next_offset {
+                return Err(file.corrupt(format!(
+                    "entry {entry:?} points past the segment end {next_offset}"
+                )));
+            }
+            if let Some(prev) = previous {
+                if entry.timestamp <= prev.timestamp || entry.relative_offset < prev.relative_offset
+                {
+                    return Err(file.corrupt(format!("entry {entry:?} is out of order")));
+                }
+            }
+            previous = Some(*entry);
+        }
+        Ok(TimeIndex { base_offset, file })
+    }
+
+    /// Record `timestamp` at `offset` when it is a new maximum.
+    pub fn maybe_append(&mut self, timestamp: i64, offset: i64) {
+        if timestamp < 0 {
+            return;
+        }
+        if self
+            .file
+            .last()
+            .is_none_or(|last| last.timestamp < timestamp)
+        {
+            self.file.push(TimestampOffset {
+                timestamp,
+                relative_offset: (offset - self.base_offset) as u32,
+            });
+        }
+    }
+
+    /// The offset to start scanning from for the first record at or after
+    /// `timestamp`: the entry just before the first one reaching it.
+    pub fn lookup(&self, timestamp: i64) -> i64 {
+        let entries = self.file.entries();
+        let at = entries.partition_point(|e| e.timestamp < timestamp);
+        match at.checked_sub(1).map(|i| entries[i]) {
+            Some(e) => self.base_offset + e.relative_offset as i64,
+            None => self.base_offset,
+        }
+    }
+
+    pub fn max_timestamp(&self) -> Option<i64> {
+        self.file.last().map(|e| e.timestamp)
+    }
+
+    pub fn truncate_to(&mut self, offset: i64) -> io::Result<()> {
+        let target = offset - self.base_offset;
+        let keep = self
+            .file
+            .entries()
+            .partition_point(|e| (e.relative_offset as i64) < target);
+        self.file.truncate(keep)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.file.is_full()
+    }
+
+    pub fn flush(&mut self, sync: bool) -> io::Result<()> {
+        self.file.flush(sync)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lookups return the largest entry at or below the target, and the
+    /// entries survive a flush and reopen byte for byte.
+    #[test]
+    fn offset_index_lookup_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000100.index");
+        let mut index = OffsetIndex::create(&path, 100, 1 << 20).unwrap();
+        index.append(104, 4096);
+        index.append(110, 8300);
+        assert_eq!(index.lookup(99), (100, 0));
+        assert_eq!(index.lookup(103), (100, 0));
+        assert_eq!(index.lookup(104), (104, 4096));
+        assert_eq!(index.lookup(109), (104, 4096));
+        assert_eq!(index.lookup(500), (110, 8300));
+        index.flush(true).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 16);
+        let reopened = OffsetIndex::open(&path, 100, 1 << 20, 9000).unwrap();
+        assert_eq!(reopened.lookup(111), (110, 8300));
+        assert!(OffsetIndex::open(&path, 100, 1 << 20, 8000).is_err());
+    }
+
+    /// Truncation drops entries at or past the offset, also from the file.
+    #[test]
+    fn offset_index_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.index");
+        let mut index = OffsetIndex::create(&path, 0, 1 << 20).unwrap();
+        for i in 1..5 {
+            index.append(i * 10, i as u64 * 1000);
+        }
+        index.flush(false).unwrap();
+        index.truncate_to(30).unwrap();
+        assert_eq!(index.len(), 2);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 16);
+    }
+
+    /// Files with a torn entry or entries out of order are refused.
+    #[test]
+    fn corrupt_indexes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.index");
+        std::fs::write(&path, [0u8; 12]).unwrap();
+        assert!(matches!(
+            OffsetIndex::open(&path, 0, 1 << 20, 100),
+            Err(IndexError::Corrupt { .. })
+        ));
+        let mut bytes = Vec::new();
+        for (off, pos) in [(5u32, 50u32), (3, 60)] {
+            bytes.extend_from_slice(&off.to_be_bytes());
+            bytes.extend_from_slice(&pos.to_be_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(OffsetIndex::open(&path, 0, 1 << 20, 100).is_err());
+    }
+
+    /// The time index keeps only new maxima and finds where a scan must start.
+    #[test]
+    fn time_index_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.timeindex");
+        let mut index = TimeIndex::create(&path, 0, 1 << 20).unwrap();
+        index.maybe_append(1000, 0);
+        index.maybe_append(900, 5);
+        index.maybe_append(2000, 10);
+        index.maybe_append(3000, 20);
+        assert_eq!(index.max_timestamp(), Some(3000));
+        assert_eq!(index.lookup(500), 0);
+        assert_eq!(index.lookup(1500), 0);
+        assert_eq!(index.lookup(2000), 0);
+        assert_eq!(index.lookup(2500), 10);
+        index.flush(true).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 36);
+        assert!(TimeIndex::open(&path, 0, 1 << 20, 21).is_ok());
+        assert!(TimeIndex::open(&path, 0, 1 << 20, 20).is_err());
+    }
+}

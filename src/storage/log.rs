@@ -1,0 +1,594 @@
+//! One partition's log: an ordered list of segments in `<topic>-<partition>/`.
+//! It assigns offsets, rolls segments, answers reads with file regions,
+//! enforces retention, flushes by policy and recovers after a crash.
+//!
+//! It is single-threaded by design: its owner (a log shard of the log actor)
+//! serialises every call, so it needs no locks. It never reads a clock; the
+//! caller passes `now_ms`. It never knows about other partitions.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use bytes::BytesMut;
+
+use super::batch;
+use super::config::LogConfig;
+use super::error::LogError;
+use super::segment::{FileRegion, Segment, SegmentRecovery};
+use crate::topic_partition::TopicPartition;
+
+/// Offsets inside a segment are stored relative to its base in 32 bits.
+const MAX_RELATIVE_OFFSET: i64 = i32::MAX as i64;
+
+/// Where a load starts from, as the log directory's checkpoints say.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// Offsets below this were flushed; their segments are trusted.
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    /// The directory holds a clean-shutdown marker: nothing is re-read.
+    pub clean_shutdown: bool,
+}
+
+/// What loading found and repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    pub segments: usize,
+    pub recovered_segments: usize,
+    pub truncated_bytes: u64,
+    pub deleted_segments: usize,
+    pub bytes_scanned: u64,
+}
+
+/// The result of an append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub log_end_offset: i64,
+    pub record_count: u64,
+    /// Set when the topic stamps LogAppendTime.
+    pub log_append_time: Option<i64>,
+}
+
+/// The result of a read: at most one region, from one segment, as Kafka does.
+#[derive(Debug, Clone)]
+pub struct ReadInfo {
+    pub region: Option<FileRegion>,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// What a retention pass removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionReport {
+    pub deleted_segments: usize,
+    pub deleted_bytes: u64,
+    pub log_start_offset: i64,
+}
+
+#[derive(Debug)]
+pub struct PartitionLog {
+    tp: TopicPartition,
+    dir: PathBuf,
+    config: LogConfig,
+    /// Sorted by base offset, never empty; the last one is active.
+    segments: Vec<Segment>,
+    log_start_offset: i64,
+    recovery_point: i64,
+    unflushed_messages: u64,
+    last_flush_ms: i64,
+}
+
+impl PartitionLog {
+    /// A new, empty log in `<log_dir>/<topic>-<partition>`.
+    pub fn create(
+        log_dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<PartitionLog, LogError> {
+        let dir = log_dir.join(tp.dir_name());
+        fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+        let segment = Segment::create(&dir, 0, &config, now_ms)?;
+        Ok(PartitionLog {
+            tp,
+            dir,
+            config,
+            segments: vec![segment],
+            log_start_offset: 0,
+            recovery_point: 0,
+            unflushed_messages: 0,
+            last_flush_ms: now_ms,
+        })
+    }
+
+    /// Open the log in `dir`, re-reading every segment from the one holding
+    /// the recovery point unless the shutdown was clean.
+    pub fn load(
+        dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        options: LoadOptions,
+        now_ms: i64,
+    ) -> Result<(PartitionLog, LoadReport), LogError> {
+        let bases = list_segments(dir)?;
+        let mut report = LoadReport::default();
+        let recover_from = if options.clean_shutdown {
+            bases.len()
+        } else {
+            bases
+                .partition_point(|&base| base <= options.recovery_point)
+                .saturating_sub(1)
+        };
+        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+        for (i, &base) in bases.iter().enumerate() {
+            let previous_end = segments.last().map(Segment::next_offset);
+            if previous_end.is_some_and(|end| base < end) {
+                log::warn!(
+                    "{tp}: segment {base} overlaps the previous one ending at {previous_end:?}; deleting it and all later segments"
+                );
+                delete_segment_files(dir, &bases[i..], &mut report)?;
+                break;
+            }
+            if i < recover_from {
+                segments.push(Segment::open(dir, base, &config, now_ms)?);
+                continue;
+            }
+            let (segment, outcome) = Segment::recover(dir, base, &config, now_ms)?;
+            report.recovered_segments += 1;
+            report.bytes_scanned += outcome.valid_bytes;
+            segments.push(segment);
+            if let Some(reason) = cut_short(&outcome) {
+                report.truncated_bytes += outcome.truncated_bytes;
+                log::warn!(
+                    "{tp}: recovery cut segment {base} at byte {} ({} bytes dropped): {reason}",
+                    outcome.valid_bytes,
+                    outcome.truncated_bytes
+                );
+                delete_segment_files(dir, &bases[i + 1..], &mut report)?;
+                break;
+            }
+        }
+        if segments.is_empty() {
+            let base = options.log_start_offset.max(0);
+            segments.push(Segment::create(dir, base, &config, now_ms)?);
+        }
+        let mut log = PartitionLog {
+            tp,
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            log_start_offset: 0,
+            recovery_point: 0,
+            unflushed_messages: 0,
+            last_flush_ms: now_ms,
+        };
+        let leo = log.log_end_offset();
+        log.log_start_offset = options
+            .log_start_offset
+            .max(log.segments[0].base_offset())
+            .min(leo);
+        log.recovery_point = leo;
+        report.segments = log.segments.len();
+        if report.recovered_segments > 0 {
+            log.flush(now_ms)?;
+            log::info!(
+                "{}: recovered {} segment(s), {} bytes scanned, {} bytes truncated, log end offset {leo}",
+                log.tp,
+                report.recovered_segments,
+                report.bytes_scanned,
+                report.truncated_bytes
+            );
+        }
+        Ok((log, report))
+    }
+
+    /// Validate a producer's record set, give it offsets and append it.
+    pub fn append(&mut self, records: BytesMut, now_ms: i64) -> Result<AppendInfo, LogError> {
+        let assigned = batch::assign_offsets(
+            records,
+            self.log_end_offset(),
+            now_ms,
+            self.config.message_timestamp_type,
+            self.config.max_message_bytes,
+        )?;
+        self.maybe_roll(assigned.bytes.len() as u64, assigned.last_offset, now_ms)?;
+        let last = self.segments.len() - 1;
+        self.segments[last].append(&assigned, &self.config)?;
+        self.after_append(assigned.record_count, now_ms)?;
+        Ok(AppendInfo {
+            first_offset: assigned.first_offset,
+            last_offset: assigned.last_offset,
+            log_end_offset: self.log_end_offset(),
+            record_count: assigned.record_count,
+            log_append_time: assigned.log_append_time,
+        })
+    }
+
+    /// Append entries that already carry offsets (a follower copying its
+    /// leader). They must start at or after the log end offset.
+    pub fn append_as_follower(&mut self, entries: &[u8], now_ms: i64) -> Result<i64, LogError> {
+        let Some(last_offset) = last_offset_of(entries)? else {
+            return Ok(self.log_end_offset());
+        };
+        let before = self.log_end_offset();
+        self.maybe_roll(entries.len() as u64, last_offset, now_ms)?;
+        let active = self.segments.len() - 1;
+        self.segments[active].append_verified(entries, &self.config)?;
+        self.after_append((last_offset + 1 - before).max(0) as u64, now_ms)?;
+        Ok(self.log_end_offset())
+    }
+
+    fn after_append(&mut self, records: u64, now_ms: i64) -> Result<(), LogError> {
+        self.unflushed_messages += records;
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush(now_ms)?;
+        }
+        Ok(())
+    }
+
+    fn maybe_roll(&mut self, incoming: u64, last_offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let active = self.active();
+        let should_roll = !active.is_empty()
+            && (active.size() + incoming > self.config.segment_bytes
+                || now_ms - active.created_ms() >= self.config.segment_ms
+                || active.indexes_full()
+                || last_offset - active.base_offset() > MAX_RELATIVE_OFFSET);
+        if should_roll {
+            self.roll(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Close the active segment and start a new one at the log end offset.
+    /// The closed segment is flushed, so the recovery point moves past it.
+    pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let base = self.log_end_offset();
+        if self.active().is_empty() {
+            return Ok(());
+        }
+        self.active_mut().flush()?;
+        self.recovery_point = self.recovery_point.max(base);
+        let segment = Segment::create(&self.dir, base, &self.config, now_ms)?;
+        self.segments.push(segment);
+        log::debug!("{}: rolled a new segment at offset {base}", self.tp);
+        Ok(())
+    }
+
+    /// Read from `offset` up to `max_bytes`, never past `max_offset` (the high
+    /// watermark for consumers), always including the whole first batch.
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        max_offset: Option<i64>,
+    ) -> Result<ReadInfo, LogError> {
+        let log_end_offset = self.log_end_offset();
+        let mut info = ReadInfo {
+            region: None,
+            log_start_offset: self.log_start_offset,
+            log_end_offset,
+        };
+        if offset < self.log_start_offset || offset > log_end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset,
+            });
+        }
+        let upper = max_offset.unwrap_or(log_end_offset).min(log_end_offset);
+        if offset >= upper {
+            return Ok(info);
+        }
+        let first = self.segment_index_for(offset);
+        for segment in &self.segments[first..] {
+            let Some((position, header)) = segment.find_entry(offset)?.found else {
+                continue;
+            };
+            let end_position = if upper < segment.next_offset() {
+                segment.position_of(upper)?
+            } else {
+                segment.size()
+            };
+            if position < end_position {
+                info.region =
+                    Some(segment.region(position, max_bytes, header.size as u64, end_position));
+            }
+            break;
+        }
+        Ok(info)
+    }
+
+    /// The first offset whose record timestamp is at or after `timestamp`,
+    /// with that timestamp; None when every record is older.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
+        for segment in &self.segments {
+            if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset
+            {
+                continue;
+            }
+            if let Some(found) =
+                segment.find_offset_by_timestamp(timestamp, self.log_start_offset)?
+            {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Remove every record at `offset` or later (a follower diverging from
+    /// its leader). Whole batches go: the end may land below `offset`.
+    pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        if offset <= self.segments[0].base_offset() {
+            let doomed: Vec<Segment> = self.segments.drain(..).collect();
+            for segment in doomed {
+                segment.delete()?;
+            }
+            let base = offset.max(0);
+            self.segments
+                .push(Segment::create(&self.dir, base, &self.config, now_ms)?);
+            self.log_start_offset = base;
+        } else {
+            while self.segments.len() > 1 && self.active().base_offset() >= offset {
+                if let Some(segment) = self.segments.pop() {
+                    segment.delete()?;
+                }
+            }
+            self.active_mut().truncate_to(offset)?;
+        }
+        let leo = self.log_end_offset();
+        self.log_start_offset = self.log_start_offset.min(leo);
+        self.recovery_point = self.recovery_point.min(leo);
+        log::info!("{}: truncated to offset {leo}", self.tp);
+        Ok(())
+    }
+
+    /// Raise the log start offset to `offset` (DeleteRecords) and drop the
+    /// segments wholly below it. Returns the new log start offset.
+    pub fn delete_records_before(&mut self, offset: i64) -> Result<i64, LogError> {
+        let leo = self.log_end_offset();
+        if offset < 0 || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: leo,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            self.delete_segments_while(|log, i| log.segments[i + 1].base_offset() <= offset)?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Delete the segments that retention (`retention.ms`, `retention.bytes`,
+    /// the log start offset) no longer needs. The active one always stays.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionReport, LogError> {
+        let mut report = RetentionReport::default();
+        let start = self.log_start_offset;
+        self.delete_segments_while_into(&mut report, |log, i| {
+            log.segments[i + 1].base_offset() <= start
+        })?;
+        if self.config.retention_ms >= 0 {
+            let cutoff = now_ms - self.config.retention_ms;
+            self.delete_segments_while_into(&mut report, |log, i| {
+                largest_timestamp(&log.segments[i]) < cutoff
+            })?;
+        }
+        if self.config.retention_bytes >= 0 {
+            let mut excess = self.size_in_bytes() as i64 - self.config.retention_bytes;
+            self.delete_segments_while_into(&mut report, |log, i| {
+                let size = log.segments[i].size() as i64;
+                let delete = excess - size >= 0;
+                if delete {
+                    excess -= size;
+                }
+                delete
+            })?;
+        }
+        report.log_start_offset = self.log_start_offset;
+        Ok(report)
+    }
+
+    fn delete_segments_while(
+        &mut self,
+        predicate: impl FnMut(&PartitionLog, usize) -> bool,
+    ) -> Result<RetentionReport, LogError> {
+        let mut report = RetentionReport::default();
+        self.delete_segments_while_into(&mut report, predicate)?;
+        Ok(report)
+    }
+
+    /// Delete leading non-active segments while `predicate(self, index)`
+    /// holds. The list is replaced first, then files are unlinked: regions
+    /// handed out earlier keep their open files and stay readable.
+    fn delete_segments_while_into(
+        &mut self,
+        report: &mut RetentionReport,
+        mut predicate: impl FnMut(&PartitionLog, usize) -> bool,
+    ) -> Result<(), LogError> {
+        let mut count = 0;
+        while count + 1 < self.segments.len() && predicate(self, count) {
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let doomed: Vec<Segment> = self.segments.drain(..count).collect();
+        self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
+        for segment in doomed {
+            report.deleted_segments += 1;
+            report.deleted_bytes += segment.size();
+            log::info!(
+                "{}: deleting segment {} ({} bytes); log start offset is now {}",
+                self.tp,
+                segment.base_offset(),
+                segment.size(),
+                self.log_start_offset
+            );
+            segment.delete()?;
+        }
+        Ok(())
+    }
+
+    /// fsync every segment with unwritten data; the recovery point becomes
+    /// the log end offset.
+    pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+        for segment in self.segments.iter_mut().filter(|s| s.is_dirty()) {
+            segment.flush()?;
+        }
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+
+    /// Flush when `flush.ms` has passed since the last flush.
+    pub fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, LogError> {
+        let due = self.unflushed_messages > 0
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if due {
+            self.flush(now_ms)?;
+        }
+        Ok(due)
+    }
+
+    /// Flush everything; the log can be loaded again without recovery.
+    pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
+        self.flush(now_ms)
+    }
+
+    /// Remove the whole partition directory (topic deletion).
+    pub fn delete(self) -> Result<(), LogError> {
+        fs::remove_dir_all(&self.dir).map_err(|e| LogError::io(&self.dir, e))
+    }
+
+    pub fn update_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    pub fn tp(&self) -> &TopicPartition {
+        &self.tp
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(Segment::base_offset).collect()
+    }
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+
+    fn active(&self) -> &Segment {
+        // The list is never empty: load and truncation always leave one.
+        &self.segments[self.segments.len() - 1]
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        let last = self.segments.len() - 1;
+        &mut self.segments[last]
+    }
+
+    fn segment_index_for(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .saturating_sub(1)
+    }
+}
+
+fn cut_short(outcome: &SegmentRecovery) -> Option<&str> {
+    outcome.stopped_at.as_deref()
+}
+
+/// The largest timestamp in a segment; its file's mtime when its records
+/// carry none (magic 0), as Kafka does.
+fn largest_timestamp(segment: &Segment) -> i64 {
+    if segment.max_timestamp() >= 0 {
+        return segment.max_timestamp();
+    }
+    fs::metadata(segment.log_path())
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(i64::MAX, |d| d.as_millis() as i64)
+}
+
+fn last_offset_of(entries: &[u8]) -> Result<Option<i64>, LogError> {
+    let mut position = 0;
+    let mut last = None;
+    while position < entries.len() {
+        let header = batch::validate_entry(&entries[position..], position)?;
+        last = Some(header.last_offset);
+        position += header.size;
+    }
+    Ok(last)
+}
+
+/// Base offsets of the segments in `dir`, sorted. Leftovers of interrupted
+/// operations (`.tmp`, `.deleted`, `.cleaned`, `.swap`) are removed.
+fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let mut bases = Vec::new();
+    let entries = fs::read_dir(dir).map_err(|e| LogError::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if [".tmp", ".deleted", ".cleaned", ".swap"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+        {
+            let path = entry.path();
+            fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+            continue;
+        }
+        if let Some(stem) = name.strip_suffix(".log") {
+            if stem.len() == 20 {
+                if let Ok(base) = stem.parse::<i64>() {
+                    bases.push(base);
+                }
+            }
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+fn delete_segment_files(
+    dir: &Path,
+    bases: &[i64],
+    report: &mut LoadReport,
+) -> Result<(), LogError> {
+    for &base in bases {
+        for extension in ["log", "index", "timeindex"] {
+            let path = dir.join(format!("{base:020}.{extension}"));
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&path, e)),
+            }
+        }
+        report.deleted_segments += 1;
+    }
+    Ok(())
+}

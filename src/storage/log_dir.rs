@@ -1,0 +1,120 @@
+//! One entry of `log.dirs`: its lock, its checkpoint files, its clean-shutdown
+//! marker, and the partition directories it holds.
+//!
+//! The marker is removed as soon as the directory is opened, so a crash at any
+//! later point is seen as unclean on the next start.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::checkpoint::{
+    OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
+use super::error::LogError;
+use super::log::LoadOptions;
+use crate::topic_partition::TopicPartition;
+
+/// Kafka's name for the clean-shutdown marker.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+const LOCK_FILE: &str = ".lock";
+
+/// An opened log directory. Holding it holds the directory's lock.
+#[derive(Debug)]
+pub struct LogDir {
+    path: PathBuf,
+    _lock: File,
+    pub clean_shutdown: bool,
+    pub recovery_points: BTreeMap<TopicPartition, i64>,
+    pub log_start_offsets: BTreeMap<TopicPartition, i64>,
+    /// Partition directories found, with their paths.
+    pub partitions: Vec<(TopicPartition, PathBuf)>,
+}
+
+impl LogDir {
+    /// Create if needed, lock (a second broker on the same directory fails
+    /// here), read the checkpoints and consume the clean-shutdown marker.
+    pub fn open(path: &Path) -> Result<LogDir, LogError> {
+        fs::create_dir_all(path).map_err(|e| LogError::io(path, e))?;
+        let lock_path = path.join(LOCK_FILE);
+        let lock = File::create(&lock_path).map_err(|e| LogError::io(&lock_path, e))?;
+        // SAFETY: flock on a descriptor we own; no memory is shared.
+        let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if locked != 0 {
+            return Err(LogError::io(&lock_path, std::io::Error::last_os_error()));
+        }
+        let marker = path.join(CLEAN_SHUTDOWN_FILE);
+        let clean_shutdown = marker.exists();
+        let recovery_points = OffsetCheckpointFile::new(path, RECOVERY_POINT_CHECKPOINT).read()?;
+        let log_start_offsets =
+            OffsetCheckpointFile::new(path, LOG_START_OFFSET_CHECKPOINT).read()?;
+        if clean_shutdown {
+            fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
+            sync_dir(path)?;
+        }
+        let mut partitions = Vec::new();
+        for entry in fs::read_dir(path).map_err(|e| LogError::io(path, e))? {
+            let entry = entry.map_err(|e| LogError::io(path, e))?;
+            if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match TopicPartition::from_dir_name(&name) {
+                Some(tp) => partitions.push((tp, entry.path())),
+                None => log::warn!(
+                    "ignoring {}: not a partition directory",
+                    entry.path().display()
+                ),
+            }
+        }
+        partitions.sort();
+        Ok(LogDir {
+            path: path.to_path_buf(),
+            _lock: lock,
+            clean_shutdown,
+            recovery_points,
+            log_start_offsets,
+            partitions,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How to load `tp`: from its checkpointed offsets, or from scratch.
+    pub fn load_options(&self, tp: &TopicPartition) -> LoadOptions {
+        LoadOptions {
+            recovery_point: self.recovery_points.get(tp).copied().unwrap_or(0),
+            log_start_offset: self.log_start_offsets.get(tp).copied().unwrap_or(0),
+            clean_shutdown: self.clean_shutdown,
+        }
+    }
+
+    /// Write both checkpoint files for the partitions in this directory.
+    pub fn write_checkpoints(
+        &self,
+        recovery_points: &BTreeMap<TopicPartition, i64>,
+        log_start_offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<(), LogError> {
+        OffsetCheckpointFile::new(&self.path, RECOVERY_POINT_CHECKPOINT).write(recovery_points)?;
+        OffsetCheckpointFile::new(&self.path, LOG_START_OFFSET_CHECKPOINT).write(log_start_offsets)
+    }
+
+    /// Leave the marker that lets the next start skip recovery. Call only
+    /// after every log here was flushed and the checkpoints written.
+    pub fn mark_clean_shutdown(&self) -> Result<(), LogError> {
+        let marker = self.path.join(CLEAN_SHUTDOWN_FILE);
+        File::create(&marker)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| LogError::io(&marker, e))?;
+        sync_dir(&self.path)
+    }
+}
+
+fn sync_dir(path: &Path) -> Result<(), LogError> {
+    File::open(path)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(path, e))
+}

@@ -1,0 +1,21 @@
+//! The storage engine: partition logs made of segments, their indexes, the
+//! checkpoint files and crash recovery, in Kafka's on-disk formats.
+//!
+//! Architecture invariant: nothing here knows about actix, sockets or the
+//! Kafka request layer. Only the log actor (`actors/log.rs`) calls into it,
+//! and it reads no clock: time comes in as `now_ms`.
+
+pub mod batch;
+pub mod checkpoint;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod log;
+pub mod log_dir;
+pub mod segment;
+pub mod testing;
+
+pub use config::{LogConfig, TimestampType};
+pub use error::LogError;
+pub use log::{AppendInfo, LoadOptions, LoadReport, PartitionLog, ReadInfo, RetentionReport};
+pub use segment::FileRegion;

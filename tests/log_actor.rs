@@ -1,0 +1,298 @@
+//! The shared log actor over real files: routing to shards, per-partition
+//! order under concurrent senders, placement over `log.dirs`, clean restarts,
+//! retention driven by an injected clock, and fault isolation (a failing
+//! partition goes offline while the others keep serving).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use ferrolog::actors::log::{
+    Append, Close, CreateLog, GetLogOffsets, LogActor, LogActorConfig, LogActorError, Read,
+    RetentionTick, Roll,
+};
+use ferrolog::clock::{ManualClock, SharedClock, SystemClock};
+use ferrolog::storage::batch::EntryHeader;
+use ferrolog::storage::log_dir::CLEAN_SHUTDOWN_FILE;
+use ferrolog::storage::testing::{batch_v2, batch_v2_at};
+use ferrolog::storage::LogConfig;
+use ferrolog::topic_partition::TopicPartition;
+use kafka_protocol::records::Compression;
+
+fn actor_config(dirs: &[&Path], log: LogConfig) -> LogActorConfig {
+    let mut config = LogActorConfig::new(dirs.iter().map(|d| d.to_path_buf()).collect(), log);
+    config.shards = 3;
+    config.max_in_flight_per_shard = 8;
+    config
+}
+
+fn run<F: std::future::Future<Output = ()>>(f: F) {
+    actix_rt::System::new().block_on(f);
+}
+
+/// Many appends sent at once to several partitions get offsets in the order
+/// they were sent, per partition, and read back byte for byte.
+#[test]
+fn concurrent_appends_keep_per_partition_order() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let clock: SharedClock = Arc::new(SystemClock);
+        let (log, loaded) =
+            LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
+                .await
+                .unwrap();
+        assert!(loaded.is_empty());
+        let tps: Vec<TopicPartition> = (0..6).map(|p| TopicPartition::new("orders", p)).collect();
+        for tp in &tps {
+            log.send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        let batch = batch_v2(4, 100, Compression::None);
+        let mut sends = Vec::new();
+        for round in 0..50 {
+            for tp in &tps {
+                let send = log.send(Append {
+                    tp: tp.clone(),
+                    records: BytesMut::from(&batch[..]),
+                });
+                sends.push((tp.clone(), round, send));
+            }
+        }
+        for (tp, round, send) in sends {
+            let info = send.await.unwrap().unwrap();
+            assert_eq!(info.first_offset, round * 4, "{tp} round {round}");
+        }
+        for tp in &tps {
+            let read = log
+                .send(Read {
+                    tp: tp.clone(),
+                    offset: 8,
+                    max_bytes: 1,
+                    max_offset: None,
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            let bytes = read.region.unwrap().read_to_vec().unwrap();
+            assert_eq!(
+                bytes.len(),
+                batch.len(),
+                "the whole first batch despite max_bytes=1"
+            );
+            assert_eq!(EntryHeader::parse(&bytes, 0).unwrap().offset_field, 8);
+            assert_eq!(&bytes[8..], &batch[8..]);
+            assert_eq!(read.log_end_offset, 200);
+        }
+        log.send(Close).await.unwrap().unwrap();
+    });
+}
+
+/// New partitions go to the log dir holding the fewest; a clean close leaves
+/// the marker and checkpoints, and a restart loads every log at its offsets.
+#[test]
+fn placement_and_clean_restart() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    run(async {
+        let config = actor_config(&[a.path(), b.path()], LogConfig::default());
+        let (log, _) = LogActor::start(config.clone(), Arc::new(SystemClock))
+            .await
+            .unwrap();
+        for p in 0..4 {
+            let tp = TopicPartition::new("t", p);
+            log.send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            for _ in 0..=p {
+                log.send(Append {
+                    tp: tp.clone(),
+                    records: BytesMut::from(&batch_v2(2, 10, Compression::Lz4)[..]),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            }
+        }
+        let count = |d: &Path| {
+            std::fs::read_dir(d)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().is_dir())
+                .count()
+        };
+        assert_eq!((count(a.path()), count(b.path())), (2, 2));
+        log.send(Close).await.unwrap().unwrap();
+        for d in [a.path(), b.path()] {
+            assert!(d.join(CLEAN_SHUTDOWN_FILE).exists());
+            let checkpoint =
+                std::fs::read_to_string(d.join("recovery-point-offset-checkpoint")).unwrap();
+            assert!(checkpoint.starts_with("0\n2\n"), "{checkpoint}");
+        }
+        actix::System::current().stop();
+    });
+    run(async {
+        let config = actor_config(&[a.path(), b.path()], LogConfig::default());
+        let (log, loaded) = LogActor::start(config, Arc::new(SystemClock))
+            .await
+            .unwrap();
+        assert_eq!(loaded.len(), 4);
+        assert!(
+            !a.path().join(CLEAN_SHUTDOWN_FILE).exists(),
+            "the marker is consumed at start"
+        );
+        for l in &loaded {
+            let offsets = l.offsets.as_ref().unwrap();
+            assert_eq!(offsets.log_end_offset, 2 * (l.tp.partition as i64 + 1));
+        }
+        let offsets = log
+            .send(GetLogOffsets {
+                tp: TopicPartition::new("t", 3),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets.log_end_offset, 8);
+        log.send(Close).await.unwrap().unwrap();
+    });
+}
+
+/// Retention runs on the injected clock: old closed segments are deleted, the
+/// log start offset moves up, the active segment stays.
+#[test]
+fn retention_by_time_on_a_manual_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let clock = ManualClock::new(1_000_000);
+        let config = LogConfig {
+            retention_ms: 60_000,
+            segment_bytes: 2048,
+            ..LogConfig::default()
+        };
+        let (log, _) = LogActor::start(
+            actor_config(&[dir.path()], config.clone()),
+            Arc::new(clock.clone()),
+        )
+        .await
+        .unwrap();
+        let tp = TopicPartition::new("events", 0);
+        log.send(CreateLog {
+            tp: tp.clone(),
+            config,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        for i in 0..10 {
+            let batch = batch_v2_at(4, 200, 1_000_000 + i * 1000);
+            log.send(Append {
+                tp: tp.clone(),
+                records: BytesMut::from(&batch[..]),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        let reports = log.send(RetentionTick).await.unwrap().unwrap();
+        assert!(
+            reports.iter().all(|(_, r)| r.deleted_segments == 0),
+            "nothing is old yet"
+        );
+        clock.advance(120_000);
+        let reports = log.send(RetentionTick).await.unwrap().unwrap();
+        let (_, report) = reports.iter().find(|(t, _)| *t == tp).unwrap();
+        assert!(report.deleted_segments > 0);
+        let offsets = log
+            .send(GetLogOffsets { tp: tp.clone() })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets.log_end_offset, 40);
+        assert_eq!(offsets.log_start_offset, report.log_start_offset);
+        assert!(offsets.log_start_offset > 0 && offsets.log_start_offset < 40);
+        let below = log
+            .send(Read {
+                tp: tp.clone(),
+                offset: 0,
+                max_bytes: 1024,
+                max_offset: None,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(
+            below,
+            Err(LogActorError::Log(
+                ferrolog::storage::LogError::OffsetOutOfRange { .. }
+            ))
+        ));
+        log.send(Close).await.unwrap().unwrap();
+    });
+}
+
+/// A disk failure on one partition (its directory vanishes, so rolling a new
+/// segment fails) takes that partition offline with an error, and only it.
+#[test]
+fn a_failing_partition_goes_offline_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let (log, _) = LogActor::start(
+            actor_config(&[dir.path()], LogConfig::default()),
+            Arc::new(SystemClock),
+        )
+        .await
+        .unwrap();
+        let doomed = TopicPartition::new("doomed", 0);
+        let healthy = TopicPartition::new("healthy", 0);
+        for tp in [&doomed, &healthy] {
+            log.send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            log.send(Append {
+                tp: tp.clone(),
+                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        std::fs::remove_dir_all(dir.path().join("doomed-0")).unwrap();
+        let rolled = log.send(Roll { tp: doomed.clone() }).await.unwrap();
+        assert!(
+            matches!(rolled, Err(LogActorError::PartitionOffline { .. })),
+            "{rolled:?}"
+        );
+        let again = log
+            .send(Append {
+                tp: doomed.clone(),
+                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+            })
+            .await
+            .unwrap();
+        assert!(matches!(again, Err(LogActorError::PartitionOffline { .. })));
+        let info = log
+            .send(Append {
+                tp: healthy.clone(),
+                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(info.first_offset, 1);
+        log.send(Close).await.unwrap().unwrap();
+        assert!(
+            !dir.path().join(CLEAN_SHUTDOWN_FILE).exists(),
+            "an offline partition forces recovery next time"
+        );
+    });
+}
