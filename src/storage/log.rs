@@ -592,3 +592,183 @@ fn delete_segment_files(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::testing::{batch_v2, batch_v2_at};
+    use crate::storage::TimestampType;
+    use kafka_protocol::records::Compression;
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0)
+    }
+
+    fn append(log: &mut PartitionLog, batch: &[u8], now_ms: i64) -> AppendInfo {
+        log.append(BytesMut::from(batch), now_ms).unwrap()
+    }
+
+    /// `segment.ms` rolls a non-empty active segment once it is old enough;
+    /// an empty one is never rolled.
+    #[test]
+    fn rolls_on_segment_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_ms: 1000,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        let batch = batch_v2(2, 10, Compression::None);
+        append(&mut log, &batch, 10);
+        append(&mut log, &batch, 999);
+        assert_eq!(log.segment_count(), 1);
+        append(&mut log, &batch, 1000);
+        assert_eq!(log.segment_base_offsets(), vec![0, 4]);
+        log.roll(5000).unwrap();
+        log.roll(6000).unwrap();
+        assert_eq!(
+            log.segment_count(),
+            3,
+            "rolling an empty segment is a no-op"
+        );
+    }
+
+    /// A full offset index rolls the segment, as Kafka does.
+    #[test]
+    fn rolls_when_the_index_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            index_interval_bytes: 1,
+            segment_index_bytes: 8 * 4,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        let batch = batch_v2(1, 10, Compression::None);
+        for _ in 0..12 {
+            append(&mut log, &batch, 0);
+        }
+        assert!(log.segment_count() >= 2, "{:?}", log.segment_base_offsets());
+    }
+
+    /// `retention.bytes` deletes whole leading segments until the log fits,
+    /// never the active one, and moves the log start offset.
+    #[test]
+    fn retention_by_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = batch_v2(4, 200, Compression::None);
+        let config = LogConfig {
+            segment_bytes: batch.len() as u64 * 2,
+            retention_bytes: batch.len() as i64 * 3,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        for _ in 0..9 {
+            append(&mut log, &batch, 0);
+        }
+        assert_eq!(log.segment_count(), 5);
+        let report = log.enforce_retention(0).unwrap();
+        assert_eq!(report.deleted_segments, 3);
+        assert_eq!(log.log_start_offset(), 24);
+        assert_eq!(log.segment_base_offsets(), vec![24, 32]);
+        assert!(log.size_in_bytes() <= batch.len() as u64 * 3);
+        assert!(matches!(
+            log.read(0, 100, None),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        assert!(log.read(24, 100, None).unwrap().region.is_some());
+    }
+
+    /// Lookup by timestamp finds the first record at or after it, across
+    /// segments and inside compressed batches.
+    #[test]
+    fn offset_for_timestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 600,
+            index_interval_bytes: 100,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        for i in 0..10 {
+            append(&mut log, &batch_v2_at(5, 20, 10_000 + i * 100), 0);
+        }
+        assert!(log.segment_count() > 1);
+        assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((0, 10_000)));
+        assert_eq!(
+            log.offset_for_timestamp(10_302).unwrap(),
+            Some((17, 10_302))
+        );
+        assert_eq!(
+            log.offset_for_timestamp(10_400).unwrap(),
+            Some((20, 10_400))
+        );
+        assert_eq!(log.offset_for_timestamp(10_905).unwrap(), None);
+    }
+
+    /// LogAppendTime topics stamp the broker's clock into each batch.
+    #[test]
+    fn log_append_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        let info = append(&mut log, &batch_v2(3, 10, Compression::Zstd), 123_456);
+        assert_eq!(info.log_append_time, Some(123_456));
+        assert_eq!(
+            log.offset_for_timestamp(123_000).unwrap(),
+            Some((0, 123_456))
+        );
+    }
+
+    /// Truncation drops whole batches at or after the offset, across
+    /// segments, and appends continue from the new end.
+    #[test]
+    fn truncate_then_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = batch_v2(4, 100, Compression::None);
+        let config = LogConfig {
+            segment_bytes: batch.len() as u64 * 2,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        for _ in 0..6 {
+            append(&mut log, &batch, 0);
+        }
+        log.truncate_to(10, 0).unwrap();
+        assert_eq!(
+            log.log_end_offset(),
+            8,
+            "the batch holding offset 10 goes whole"
+        );
+        assert_eq!(log.segment_base_offsets(), vec![0, 8]);
+        let info = append(&mut log, &batch, 0);
+        assert_eq!(info.first_offset, 8);
+        let read = log.read(8, 1, None).unwrap().region.unwrap();
+        assert_eq!(read.length as usize, batch.len());
+        log.truncate_to(0, 0).unwrap();
+        assert_eq!(log.log_end_offset(), 0);
+        assert_eq!(append(&mut log, &batch, 0).first_offset, 0);
+    }
+
+    /// Reads never go past `max_offset` (the high watermark), and an offset
+    /// past the log end is out of range.
+    #[test]
+    fn reads_stop_at_max_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = batch_v2(4, 100, Compression::None);
+        let mut log = PartitionLog::create(dir.path(), tp(), LogConfig::default(), 0).unwrap();
+        for _ in 0..3 {
+            append(&mut log, &batch, 0);
+        }
+        let region = log.read(0, 1 << 20, Some(8)).unwrap().region.unwrap();
+        assert_eq!(region.length as usize, batch.len() * 2);
+        assert!(log.read(8, 1 << 20, Some(8)).unwrap().region.is_none());
+        assert!(log.read(12, 1 << 20, None).unwrap().region.is_none());
+        assert!(matches!(
+            log.read(13, 1 << 20, None),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+    }
+}
