@@ -17,7 +17,7 @@ fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy
 
 echo "== cargo fmt --check"
-cargo fmt --all -- --check
+cargo fmt -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 echo "== cargo test"
