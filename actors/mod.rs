@@ -8,6 +8,10 @@
 //! it owns and what it must never do, its messages next to it, and a line in
 //! ARCHITECTURE.md.
 
+pub mod acceptor;
+pub mod connection;
+pub mod controller;
 pub mod log;
 pub mod log_shard;
+pub mod partition;
 pub mod supervisor;

@@ -26,6 +26,10 @@
 //!   `.log` files with a 1 MiB buffer. The size is
 //!   `FERROLOG_BENCH_RECOVERY_MIB` MiB (default 1024) for shorter runs.
 //!
+//! Set `FERROLOG_BENCH_BREAKDOWN=1` to add `append/raw_write_copy` (the
+//! `BytesMut` copy + write) and `append/raw_write_copy_crc` (+ the CRC32C
+//! check), which split ferrolog_append's overhead over raw_write.
+//!
 //! Fixtures are written once and fsynced before measuring so that background
 //! writeback does not disturb the reads.
 //!
@@ -184,6 +188,35 @@ fn bench_append(c: &mut Criterion) {
             elapsed
         })
     });
+    if std::env::var_os("FERROLOG_BENCH_BREAKDOWN").is_some() {
+        // Where ferrolog_append's extra time goes: the BytesMut copy, then
+        // the CRC32C check assign_offsets makes, on top of the raw write.
+        for (name, crc) in [("raw_write_copy", false), ("raw_write_copy_crc", true)] {
+            group.bench_function(name, |b| {
+                b.iter_custom(|iters| {
+                    let mut elapsed = Duration::ZERO;
+                    for _ in 0..iters {
+                        n += 1;
+                        let path = base.path().join(format!("raw-{n}.log"));
+                        let mut file = File::create(&path).expect("create file");
+                        let start = Instant::now();
+                        for _ in 0..batches {
+                            let records = BytesMut::from(&batch[..]);
+                            if crc {
+                                // The v2 CRC covers the batch from its attributes on.
+                                black_box(crc32c::crc32c(&records[21..]));
+                            }
+                            file.write_all(&records).expect("write");
+                        }
+                        elapsed += start.elapsed();
+                        drop(file);
+                        fs::remove_file(&path).expect("remove file");
+                    }
+                    elapsed
+                })
+            });
+        }
+    }
     group.finish();
 }
 

@@ -10,9 +10,14 @@
 //!
 //! `ARCHITECTURE.md` at the repository root is the map.
 
+pub mod api;
 pub mod broker;
 pub mod clock;
+pub mod cluster;
 pub mod config;
+pub mod metadata;
+pub mod net;
+pub mod protocol;
 pub mod storage;
 pub mod topic_partition;
 

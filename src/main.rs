@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     };
     let system = actix_rt::System::new();
     let outcome = system.block_on(async move {
-        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
+        // Before starting: a SIGTERM during start-up must still shut down cleanly.
         let (mut term, mut int) = match (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
@@ -40,6 +40,7 @@ fn main() -> ExitCode {
             (Ok(term), Ok(int)) => (term, int),
             _ => return Err("cannot install signal handlers".to_string()),
         };
+        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
         tokio::select! {
             _ = term.recv() => log::info!("SIGTERM: shutting down"),
             _ = int.recv() => log::info!("SIGINT: shutting down"),

@@ -102,6 +102,8 @@
 //!     _ => panic!()
 //! }
 //! ```
+// ferrolog patch: vendored code is not ours to lint.
+#![allow(warnings, clippy::all)]
 #![deny(missing_docs)]
 // Display required features for items when rendering for docs.rs
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]

@@ -1,0 +1,794 @@
+//! The controller actor: the only writer of topic metadata. It registers
+//! the broker under `/brokers/ids`, becomes controller by creating
+//! `/controller` (bumping `/controller_epoch`), loads every topic from the
+//! metadata store at start, and serves topic creation, deletion, partition
+//! addition and config changes one at a time, in Kafka's znode layout. For
+//! the partitions this broker leads it creates logs (through the log actor)
+//! and starts partition actors.
+//!
+//! It works the same over the embedded store and ZooKeeper (one trait). It
+//! never touches a data file and never answers clients directly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use actix::prelude::*;
+
+use crate::cluster::{
+    validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata, TopicMetadata,
+};
+use crate::config::{apply_topic_overrides, BrokerConfig};
+use crate::metadata::assignment::{assign_replicas, assign_replicas_random, AssignmentError};
+use crate::metadata::store::{CreateMode, MetadataError, MetadataStore};
+use crate::metadata::znodes::{
+    ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
+    ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr,
+    TopicPartitionStateZNode, TopicZNode, TopicsZNode,
+};
+use crate::storage::LogConfig;
+use crate::topic_partition::TopicPartition;
+
+use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError};
+use super::partition::{PartitionActor, PartitionRegistry, StopPartition, UpdateConfig};
+
+/// Why a topic operation failed; each maps to one Kafka error code.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error("topic '{0}' already exists")]
+    AlreadyExists(String),
+    #[error("invalid topic: {0}")]
+    InvalidTopic(String),
+    #[error("unknown topic '{0}'")]
+    UnknownTopic(String),
+    #[error("{0}")]
+    InvalidPartitions(String),
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("topic deletion is disabled (delete.topic.enable=false)")]
+    DeletionDisabled,
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("metadata store: {0}")]
+    Store(#[from] MetadataError),
+    #[error("log: {0}")]
+    Log(#[from] LogActorError),
+    #[error("the controller is not running")]
+    Stopped,
+}
+
+impl TopicError {
+    pub fn code(&self) -> i16 {
+        use kafka_protocol::error::ResponseError as E;
+        match self {
+            TopicError::AlreadyExists(_) => E::TopicAlreadyExists.code(),
+            TopicError::InvalidTopic(_) => E::InvalidTopicException.code(),
+            TopicError::UnknownTopic(_) => E::UnknownTopicOrPartition.code(),
+            TopicError::InvalidPartitions(_) => E::InvalidPartitions.code(),
+            TopicError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
+            TopicError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
+            TopicError::InvalidConfig(_) => E::InvalidConfig.code(),
+            TopicError::DeletionDisabled => E::TopicDeletionDisabled.code(),
+            TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
+            TopicError::Log(e) => crate::api::error_code(e),
+            TopicError::Store(_) | TopicError::Stopped => E::UnknownServerError.code(),
+        }
+    }
+}
+
+impl From<AssignmentError> for TopicError {
+    fn from(e: AssignmentError) -> Self {
+        match e {
+            AssignmentError::InvalidPartitions(_) => TopicError::InvalidPartitions(e.to_string()),
+            AssignmentError::InvalidReplicationFactor { .. } => {
+                TopicError::InvalidReplicationFactor(e.to_string())
+            }
+            AssignmentError::DuplicateBroker(_) => {
+                TopicError::InvalidReplicaAssignment(e.to_string())
+            }
+        }
+    }
+}
+
+/// The shared pieces every controller operation works on.
+#[derive(Clone)]
+struct Shared {
+    broker_id: i32,
+    config: BrokerConfig,
+    store: Arc<dyn MetadataStore>,
+    log: Addr<LogActor>,
+    cache: MetadataCache,
+    partitions: PartitionRegistry,
+    controller_epoch: i32,
+}
+
+pub struct Controller {
+    shared: Shared,
+}
+
+/// This broker's advertised endpoint.
+#[derive(Debug, Clone)]
+pub struct AdvertisedEndpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Controller {
+    /// Register, elect, load every topic, start partition actors for the
+    /// partitions led here, then start the actor.
+    pub async fn start(
+        config: BrokerConfig,
+        store: Arc<dyn MetadataStore>,
+        log: Addr<LogActor>,
+        cache: MetadataCache,
+        partitions: PartitionRegistry,
+        advertised: AdvertisedEndpoint,
+    ) -> Result<Addr<Controller>, TopicError> {
+        let broker_id = config.broker_id.max(0);
+        ensure_paths(store.as_ref()).await?;
+        let cluster_id = match store.get(ClusterIdZNode::path()).await? {
+            Some((bytes, _)) => ClusterIdZNode::decode(&bytes)?,
+            None => {
+                let id = ClusterIdZNode::id_from_uuid(*uuid::Uuid::new_v4().as_bytes());
+                store
+                    .create_recursive(
+                        ClusterIdZNode::path(),
+                        ClusterIdZNode::encode(&id),
+                        CreateMode::Persistent,
+                    )
+                    .await?;
+                id
+            }
+        };
+        let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
+        let info = BrokerInfo {
+            id: broker_id,
+            host: advertised.host.clone(),
+            port: advertised.port as i32,
+            endpoints: vec![format!(
+                "PLAINTEXT://{}:{}",
+                advertised.host, advertised.port
+            )],
+            rack: None,
+            timestamp_ms: now_ms,
+        };
+        store
+            .create(
+                &BrokerIdZNode::path(broker_id),
+                BrokerIdZNode::encode(&info),
+                CreateMode::Ephemeral,
+            )
+            .await
+            .map_err(|e| match e {
+                MetadataError::NodeExists(_) => TopicError::InvalidConfig(format!(
+                    "broker.id {broker_id} is already registered by another broker"
+                )),
+                other => TopicError::Store(other),
+            })?;
+        store
+            .create(
+                ControllerZNode::path(),
+                ControllerZNode::encode(broker_id, now_ms),
+                CreateMode::Ephemeral,
+            )
+            .await?;
+        let controller_epoch = match store.get(ControllerEpochZNode::path()).await? {
+            Some((bytes, stat)) => {
+                let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
+                store
+                    .set(
+                        ControllerEpochZNode::path(),
+                        ControllerEpochZNode::encode(epoch),
+                        Some(stat.version),
+                    )
+                    .await?;
+                epoch
+            }
+            None => {
+                store
+                    .create(
+                        ControllerEpochZNode::path(),
+                        ControllerEpochZNode::encode(1),
+                        CreateMode::Persistent,
+                    )
+                    .await?;
+                1
+            }
+        };
+        log::info!("broker {broker_id} is the controller (epoch {controller_epoch}) of cluster {cluster_id}");
+        cache.update(|m| {
+            m.cluster_id = cluster_id;
+            m.controller_id = broker_id;
+            m.brokers.insert(
+                broker_id,
+                BrokerEndpoint {
+                    id: broker_id,
+                    host: advertised.host,
+                    port: advertised.port,
+                    rack: None,
+                },
+            );
+        });
+        let shared = Shared {
+            broker_id,
+            config,
+            store,
+            log,
+            cache,
+            partitions,
+            controller_epoch,
+        };
+        shared.finish_pending_deletions().await?;
+        shared.load_topics().await?;
+        Ok(Controller { shared }.start())
+    }
+}
+
+impl Shared {
+    fn base_log_config(&self) -> LogConfig {
+        self.config.log_config()
+    }
+
+    fn live_brokers(&self) -> Vec<i32> {
+        self.cache.read(|m| m.brokers.keys().copied().collect())
+    }
+
+    async fn finish_pending_deletions(&self) -> Result<(), TopicError> {
+        for topic in self
+            .store
+            .children(crate::metadata::znodes::DeleteTopicsZNode::path())
+            .await?
+        {
+            log::info!("finishing the deletion of topic {topic} interrupted by a restart");
+            self.delete_topic_data(&topic).await?;
+        }
+        Ok(())
+    }
+
+    async fn load_topics(&self) -> Result<(), TopicError> {
+        for name in self.store.children(TopicsZNode::path()).await? {
+            let Some((bytes, _)) = self.store.get(&TopicZNode::path(&name)).await? else {
+                continue;
+            };
+            let assignment = TopicZNode::decode(&name, &bytes)?;
+            let configs = self.topic_configs(&name).await?;
+            let log_config = self.log_config_for(&configs)?;
+            let topic = self
+                .become_leader(&name, &assignment, configs, log_config)
+                .await?;
+            self.cache.update(|m| m.topics.insert(name.clone(), topic));
+        }
+        Ok(())
+    }
+
+    async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
+        Ok(
+            match self
+                .store
+                .get(&ConfigEntityZNode::path(ConfigType::Topic, name))
+                .await?
+            {
+                Some((bytes, _)) => ConfigEntityZNode::decode(ConfigType::Topic, name, &bytes)?,
+                None => BTreeMap::new(),
+            },
+        )
+    }
+
+    fn log_config_for(&self, configs: &BTreeMap<String, String>) -> Result<LogConfig, TopicError> {
+        let pairs: Vec<(String, String)> = configs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        apply_topic_overrides(&self.base_log_config(), &pairs)
+            .map_err(|e| TopicError::InvalidConfig(e.to_string()))
+    }
+
+    /// Write missing partition states, then take leadership of the
+    /// partitions whose leader is this broker: create or find their logs and
+    /// start their actors. Returns the topic as Metadata shows it.
+    async fn become_leader(
+        &self,
+        name: &str,
+        assignment: &BTreeMap<i32, Vec<i32>>,
+        configs: BTreeMap<String, String>,
+        log_config: LogConfig,
+    ) -> Result<TopicMetadata, TopicError> {
+        let live = self.live_brokers();
+        let mut partitions = BTreeMap::new();
+        for (&index, replicas) in assignment {
+            let tp = TopicPartition::new(name, index);
+            let state_path = TopicPartitionStateZNode::path(&tp);
+            let state = match self.store.get(&state_path).await? {
+                Some((bytes, _)) => TopicPartitionStateZNode::decode(&tp, &bytes)?,
+                None => {
+                    let isr: Vec<i32> = replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| live.contains(r))
+                        .collect();
+                    let state = LeaderAndIsr {
+                        leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
+                        leader_epoch: 0,
+                        isr,
+                        controller_epoch: self.controller_epoch,
+                    };
+                    self.store
+                        .create_recursive(
+                            &state_path,
+                            TopicPartitionStateZNode::encode(&state),
+                            CreateMode::Persistent,
+                        )
+                        .await?;
+                    state
+                }
+            };
+            if state.leader == self.broker_id && self.partitions.get(&tp).is_none() {
+                let offsets = match self.log.send(GetLogOffsets { tp: tp.clone() }).await {
+                    Ok(Ok(offsets)) => offsets,
+                    Ok(Err(LogActorError::UnknownPartition(_))) => self
+                        .log
+                        .send(CreateLog {
+                            tp: tp.clone(),
+                            config: log_config.clone(),
+                        })
+                        .await
+                        .map_err(|_| TopicError::Stopped)??,
+                    Ok(Err(e)) => {
+                        log::error!("partition {tp} stays offline: {e}");
+                        partitions.insert(index, partition_metadata(&state, replicas));
+                        continue;
+                    }
+                    Err(_) => return Err(TopicError::Stopped),
+                };
+                self.partitions.insert(
+                    tp.clone(),
+                    PartitionActor::start(tp.clone(), self.log.clone(), offsets),
+                );
+            }
+            partitions.insert(index, partition_metadata(&state, replicas));
+        }
+        Ok(TopicMetadata {
+            name: name.to_string(),
+            topic_id: topic_id(name),
+            is_internal: name.starts_with("__"),
+            partitions,
+            configs,
+            log_config,
+        })
+    }
+
+    async fn create_topic(&self, request: CreateTopic) -> Result<TopicMetadata, TopicError> {
+        let name = request.name;
+        validate_topic_name(&name).map_err(TopicError::InvalidTopic)?;
+        if self.cache.topic(&name).is_some()
+            || self.store.get(&TopicZNode::path(&name)).await?.is_some()
+        {
+            return Err(TopicError::AlreadyExists(name));
+        }
+        let brokers = self.live_brokers();
+        let assignment = if request.assignments.is_empty() {
+            let partitions = if request.num_partitions == -1 {
+                self.config.num_partitions
+            } else {
+                request.num_partitions
+            };
+            let replication_factor = if request.replication_factor == -1 {
+                self.config.default_replication_factor
+            } else {
+                request.replication_factor
+            };
+            assign_replicas_random(&brokers, partitions, replication_factor, seed_for(&name))?
+        } else {
+            if request.num_partitions != -1 || request.replication_factor != -1 {
+                return Err(TopicError::InvalidRequest(
+                    "both replica assignments and partitions/replication factor were given".into(),
+                ));
+            }
+            validate_assignment(&request.assignments, &brokers, 0)?;
+            request.assignments
+        };
+        let configs: BTreeMap<String, String> = request.configs.into_iter().collect();
+        let log_config = self.log_config_for(&configs)?;
+        if request.validate_only {
+            return Ok(TopicMetadata {
+                name: name.clone(),
+                topic_id: topic_id(&name),
+                is_internal: name.starts_with("__"),
+                partitions: assignment
+                    .iter()
+                    .map(|(&p, replicas)| {
+                        (
+                            p,
+                            PartitionMetadata {
+                                leader: replicas[0],
+                                leader_epoch: 0,
+                                replicas: replicas.clone(),
+                                isr: replicas.clone(),
+                            },
+                        )
+                    })
+                    .collect(),
+                configs,
+                log_config,
+            });
+        }
+        // Config first, then the topic: a watcher that sees the topic always
+        // finds its config (Kafka's order).
+        let config_path = ConfigEntityZNode::path(ConfigType::Topic, &name);
+        self.store
+            .create_recursive(
+                &config_path,
+                ConfigEntityZNode::encode(&configs),
+                CreateMode::Persistent,
+            )
+            .await
+            .or_else(|e| match e {
+                MetadataError::NodeExists(_) => Ok(()),
+                other => Err(other),
+            })?;
+        self.store
+            .create(
+                &TopicZNode::path(&name),
+                TopicZNode::encode(&assignment),
+                CreateMode::Persistent,
+            )
+            .await
+            .map_err(|e| match e {
+                MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
+                other => TopicError::Store(other),
+            })?;
+        let topic = self
+            .become_leader(&name, &assignment, configs, log_config)
+            .await?;
+        log::info!(
+            "created topic {name} with {} partition(s)",
+            topic.partitions.len()
+        );
+        self.cache
+            .update(|m| m.topics.insert(name.clone(), topic.clone()));
+        Ok(topic)
+    }
+
+    async fn delete_topic(&self, name: String) -> Result<(), TopicError> {
+        if !self.config.delete_topic_enable {
+            return Err(TopicError::DeletionDisabled);
+        }
+        if self.cache.topic(&name).is_none() {
+            return Err(TopicError::UnknownTopic(name));
+        }
+        // The marker makes an interrupted deletion finish at the next start.
+        self.store
+            .create(
+                &DeleteTopicsTopicZNode::path(&name),
+                Vec::new(),
+                CreateMode::Persistent,
+            )
+            .await
+            .or_else(|e| match e {
+                MetadataError::NodeExists(_) => Ok(()),
+                other => Err(other),
+            })?;
+        self.delete_topic_data(&name).await
+    }
+
+    async fn delete_topic_data(&self, name: &str) -> Result<(), TopicError> {
+        let removed = self.cache.update(|m| m.topics.remove(name));
+        let indexes: Vec<i32> = match &removed {
+            Some(topic) => topic.partitions.keys().copied().collect(),
+            None => match self.store.get(&TopicZNode::path(name)).await? {
+                Some((bytes, _)) => TopicZNode::decode(name, &bytes)?.keys().copied().collect(),
+                None => Vec::new(),
+            },
+        };
+        for index in indexes {
+            let tp = TopicPartition::new(name, index);
+            if let Some(handle) = self.partitions.remove(&tp) {
+                handle.addr.do_send(StopPartition);
+            }
+            match self.log.send(DeleteLog { tp: tp.clone() }).await {
+                Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => {}
+                Ok(Err(e)) => log::error!("deleting the log of {tp} failed: {e}"),
+                Err(_) => return Err(TopicError::Stopped),
+            }
+        }
+        for path in [
+            TopicZNode::path(name),
+            ConfigEntityZNode::path(ConfigType::Topic, name),
+            DeleteTopicsTopicZNode::path(name),
+        ] {
+            match self.store.delete_recursive(&path).await {
+                Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        log::info!("deleted topic {name}");
+        Ok(())
+    }
+
+    async fn create_partitions(&self, request: CreatePartitions) -> Result<(), TopicError> {
+        let name = request.name;
+        let Some(topic) = self.cache.topic(&name) else {
+            return Err(TopicError::UnknownTopic(name));
+        };
+        let current = topic.partitions.len() as i32;
+        if request.count <= current {
+            return Err(TopicError::InvalidPartitions(format!(
+                "topic {name} has {current} partitions; the new count {} must be larger",
+                request.count
+            )));
+        }
+        let brokers = self.live_brokers();
+        let replication_factor = topic
+            .partitions
+            .values()
+            .next()
+            .map_or(1, |p| p.replicas.len()) as i16;
+        let added = match request.assignments {
+            Some(lists) => {
+                if lists.len() as i32 != request.count - current {
+                    return Err(TopicError::InvalidReplicaAssignment(format!(
+                        "{} assignments given for {} new partitions",
+                        lists.len(),
+                        request.count - current
+                    )));
+                }
+                let added: BTreeMap<i32, Vec<i32>> = lists
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (current + i as i32, r))
+                    .collect();
+                validate_assignment(&added, &brokers, current)?;
+                added
+            }
+            None => assign_replicas(
+                &brokers,
+                request.count - current,
+                replication_factor,
+                (seed_for(&name) % brokers.len().max(1) as u64) as usize,
+                current,
+                0,
+            )?,
+        };
+        if request.validate_only {
+            return Ok(());
+        }
+        let mut assignment: BTreeMap<i32, Vec<i32>> = topic
+            .partitions
+            .iter()
+            .map(|(&p, m)| (p, m.replicas.clone()))
+            .collect();
+        assignment.extend(added);
+        self.store
+            .set(
+                &TopicZNode::path(&name),
+                TopicZNode::encode(&assignment),
+                None,
+            )
+            .await?;
+        let updated = self
+            .become_leader(
+                &name,
+                &assignment,
+                topic.configs.clone(),
+                topic.log_config.clone(),
+            )
+            .await?;
+        log::info!(
+            "topic {name} now has {} partitions",
+            updated.partitions.len()
+        );
+        self.cache.update(|m| m.topics.insert(name, updated));
+        Ok(())
+    }
+
+    async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), TopicError> {
+        let name = request.name;
+        let Some(topic) = self.cache.topic(&name) else {
+            return Err(TopicError::UnknownTopic(name));
+        };
+        let log_config = self.log_config_for(&request.configs)?;
+        if request.validate_only {
+            return Ok(());
+        }
+        let path = ConfigEntityZNode::path(ConfigType::Topic, &name);
+        let data = ConfigEntityZNode::encode(&request.configs);
+        match self.store.set(&path, data.clone(), None).await {
+            Ok(_) => {}
+            Err(MetadataError::NoNode(_)) => {
+                self.store
+                    .create_recursive(&path, data, CreateMode::Persistent)
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        }
+        for &index in topic.partitions.keys() {
+            if let Some(handle) = self
+                .partitions
+                .get(&TopicPartition::new(name.clone(), index))
+            {
+                handle
+                    .addr
+                    .send(UpdateConfig {
+                        config: log_config.clone(),
+                    })
+                    .await
+                    .map_err(|_| TopicError::Stopped)??;
+            }
+        }
+        self.cache.update(|m| {
+            if let Some(t) = m.topics.get_mut(&name) {
+                t.configs = request.configs;
+                t.log_config = log_config;
+            }
+        });
+        Ok(())
+    }
+}
+
+fn partition_metadata(state: &LeaderAndIsr, replicas: &[i32]) -> PartitionMetadata {
+    PartitionMetadata {
+        leader: state.leader,
+        leader_epoch: state.leader_epoch,
+        replicas: replicas.to_vec(),
+        isr: state.isr.clone(),
+    }
+}
+
+fn validate_assignment(
+    assignment: &BTreeMap<i32, Vec<i32>>,
+    brokers: &[i32],
+    first_partition: i32,
+) -> Result<(), TopicError> {
+    let invalid = |reason: String| Err(TopicError::InvalidReplicaAssignment(reason));
+    for (expected, (&partition, replicas)) in (first_partition..).zip(assignment) {
+        if partition != expected {
+            return invalid(format!(
+                "partitions must be numbered from {first_partition} without gaps"
+            ));
+        }
+        if replicas.is_empty() {
+            return invalid(format!("partition {partition} has no replicas"));
+        }
+        let mut seen = replicas.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != replicas.len() {
+            return invalid(format!("partition {partition} lists a broker twice"));
+        }
+        if let Some(unknown) = replicas.iter().find(|r| !brokers.contains(r)) {
+            return invalid(format!("broker {unknown} is not registered"));
+        }
+    }
+    if let Some(first) = assignment.values().next() {
+        if assignment.values().any(|r| r.len() != first.len()) {
+            return invalid("all partitions must have the same replication factor".into());
+        }
+    }
+    Ok(())
+}
+
+/// A stable id per topic name. Kafka stores a random one in the topic znode;
+/// ferrolog's znode (version 2) has no field for it yet.
+fn topic_id(name: &str) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    for (half, salt) in [(0usize, 0x9e37u64), (8, 0x7f4a)] {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut hasher);
+        name.hash(&mut hasher);
+        id[half..half + 8].copy_from_slice(&hasher.finish().to_be_bytes());
+    }
+    id
+}
+
+fn seed_for(name: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut hasher);
+    hasher.finish() ^ crate::clock::Clock::now_ms(&crate::clock::SystemClock) as u64
+}
+
+impl Actor for Controller {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+    }
+}
+
+/// Declares a controller request; requests run one at a time, in order.
+macro_rules! controller_request {
+    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? } -> $out:ty, $method:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name { $(pub $field: $ty),* }
+
+        impl Message for $name {
+            type Result = Result<$out, TopicError>;
+        }
+
+        impl Handler<$name> for Controller {
+            type Result = AtomicResponse<Self, Result<$out, TopicError>>;
+
+            fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
+                let shared = self.shared.clone();
+                AtomicResponse::new(Box::pin(async move { shared.$method(msg).await }.into_actor(self)))
+            }
+        }
+    };
+}
+
+controller_request!(
+    /// Create a topic. `num_partitions`/`replication_factor` of -1 take the
+    /// broker defaults; explicit `assignments` replace both.
+    CreateTopic {
+        name: String,
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: BTreeMap<i32, Vec<i32>>,
+        configs: Vec<(String, String)>,
+        validate_only: bool,
+    } -> TopicMetadata, create_topic
+);
+
+controller_request!(
+    /// Raise a topic's partition count to `count`.
+    CreatePartitions {
+        name: String,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    } -> (), create_partitions
+);
+
+controller_request!(
+    /// Replace a topic's config overrides with `configs`.
+    AlterTopicConfigs {
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    } -> (), alter_configs
+);
+
+/// Delete a topic and its data.
+#[derive(Debug)]
+pub struct DeleteTopic {
+    pub name: String,
+}
+
+impl Message for DeleteTopic {
+    type Result = Result<(), TopicError>;
+}
+
+impl Handler<DeleteTopic> for Controller {
+    type Result = AtomicResponse<Self, Result<(), TopicError>>;
+
+    fn handle(&mut self, msg: DeleteTopic, _ctx: &mut Context<Self>) -> Self::Result {
+        let shared = self.shared.clone();
+        AtomicResponse::new(Box::pin(
+            async move { shared.delete_topic(msg.name).await }.into_actor(self),
+        ))
+    }
+}
+
+/// Stop every partition actor (broker shutdown).
+#[derive(Debug)]
+pub struct StopPartitions;
+
+impl Message for StopPartitions {
+    type Result = ();
+}
+
+impl Handler<StopPartitions> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopPartitions, _ctx: &mut Context<Self>) {
+        let all: HashMap<TopicPartition, _> = self.shared.partitions.all().into_iter().collect();
+        for (tp, handle) in all {
+            self.shared.partitions.remove(&tp);
+            handle.addr.do_send(StopPartition);
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! DescribeConfigs (key 32, v0-4), AlterConfigs (key 33, v0-2) and
+//! IncrementalAlterConfigs (key 44, v0-1) for topics; DescribeConfigs also
+//! for this broker. Topic changes go to the controller, which validates them
+//! with the same rules as topic creation.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResourceResponse;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::BrokerContext;
+use crate::actors::controller::{AlterTopicConfigs, TopicError};
+use crate::cluster::TopicMetadata;
+use crate::config::TOPIC_CONFIG_KEYS;
+use crate::storage::{LogConfig, TimestampType};
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Kafka's ConfigSource values.
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const SOURCE_STATIC_BROKER: i8 = 4;
+const SOURCE_DEFAULT: i8 = 5;
+
+/// One config as DescribeConfigs shows it.
+#[derive(Debug, Clone)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: String,
+    pub source: i8,
+}
+
+/// Every topic config with its effective value and where it comes from.
+pub fn topic_config_entries(topic: &TopicMetadata) -> Vec<ConfigEntry> {
+    TOPIC_CONFIG_KEYS
+        .iter()
+        .map(|&key| match topic.configs.get(key) {
+            Some(value) => ConfigEntry {
+                name: key.to_string(),
+                value: value.clone(),
+                source: SOURCE_DYNAMIC_TOPIC,
+            },
+            None => ConfigEntry {
+                name: key.to_string(),
+                value: effective_value(key, &topic.log_config),
+                source: SOURCE_DEFAULT,
+            },
+        })
+        .collect()
+}
+
+fn effective_value(key: &str, config: &LogConfig) -> String {
+    match key {
+        "retention.ms" => config.retention_ms.to_string(),
+        "retention.bytes" => config.retention_bytes.to_string(),
+        "segment.bytes" => config.segment_bytes.to_string(),
+        "segment.ms" => config.segment_ms.to_string(),
+        "segment.index.bytes" => config.segment_index_bytes.to_string(),
+        "index.interval.bytes" => config.index_interval_bytes.to_string(),
+        "max.message.bytes" => config.max_message_bytes.to_string(),
+        "message.timestamp.type" => match config.message_timestamp_type {
+            TimestampType::CreateTime => "CreateTime".to_string(),
+            TimestampType::LogAppendTime => "LogAppendTime".to_string(),
+        },
+        "flush.messages" => config.flush_messages.to_string(),
+        "flush.ms" => config.flush_ms.to_string(),
+        "cleanup.policy" => "delete".to_string(),
+        "min.insync.replicas" => "1".to_string(),
+        _ => String::new(),
+    }
+}
+
+fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
+    let c = &ctx.config;
+    let entries: Vec<(&str, String)> = vec![
+        ("broker.id", c.broker_id.to_string()),
+        (
+            "log.dirs",
+            c.log_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        (
+            "zookeeper.connect",
+            c.zookeeper_connect.clone().unwrap_or_default(),
+        ),
+        ("num.partitions", c.num_partitions.to_string()),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics_enable.to_string(),
+        ),
+        ("delete.topic.enable", c.delete_topic_enable.to_string()),
+        ("message.max.bytes", c.message_max_bytes.to_string()),
+        ("min.insync.replicas", c.min_insync_replicas.to_string()),
+        ("log.segment.bytes", c.log_segment_bytes.to_string()),
+        ("log.roll.ms", c.log_roll_ms.to_string()),
+        ("log.retention.ms", c.log_retention_ms.to_string()),
+        ("log.retention.bytes", c.log_retention_bytes.to_string()),
+        (
+            "log.retention.check.interval.ms",
+            c.log_retention_check_interval_ms.to_string(),
+        ),
+        (
+            "log.index.interval.bytes",
+            c.log_index_interval_bytes.to_string(),
+        ),
+        (
+            "socket.request.max.bytes",
+            c.socket_request_max_bytes.to_string(),
+        ),
+        ("num.network.threads", c.num_network_threads.to_string()),
+        ("num.io.threads", c.num_io_threads.to_string()),
+    ];
+    entries
+        .into_iter()
+        .map(|(name, value)| ConfigEntry {
+            name: name.to_string(),
+            value,
+            source: SOURCE_STATIC_BROKER,
+        })
+        .collect()
+}
+
+pub fn describe(
+    ctx: &BrokerContext,
+    request: DescribeConfigsRequest,
+    version: i16,
+) -> DescribeConfigsResponse {
+    let results = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            let name = resource.resource_name.to_string();
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone());
+            let entries = match resource.resource_type {
+                RESOURCE_TOPIC => match ctx.metadata.topic(&name) {
+                    Some(topic) => topic_config_entries(&topic),
+                    None => {
+                        return result
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                            .with_error_message(Some(StrBytes::from_string(format!(
+                                "unknown topic '{name}'"
+                            ))))
+                    }
+                },
+                RESOURCE_BROKER if name.is_empty() || name == ctx.broker_id.to_string() => {
+                    broker_config_entries(ctx)
+                }
+                _ => {
+                    return result
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "resource type {} '{name}' is not described by this broker",
+                            resource.resource_type
+                        ))))
+                }
+            };
+            let wanted = resource
+                .configuration_keys
+                .map(|keys| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>());
+            result.with_configs(
+                entries
+                    .into_iter()
+                    .filter(|e| wanted.as_ref().is_none_or(|w| w.contains(&e.name)))
+                    .map(|e| {
+                        let mut config = DescribeConfigsResourceResult::default()
+                            .with_name(StrBytes::from_string(e.name))
+                            .with_value(Some(StrBytes::from_string(e.value)))
+                            .with_read_only(resource.resource_type == RESOURCE_BROKER)
+                            .with_is_sensitive(false);
+                        if version == 0 {
+                            config = config.with_is_default(e.source == SOURCE_DEFAULT);
+                        } else {
+                            config = config.with_config_source(e.source);
+                        }
+                        config
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+pub async fn alter(ctx: &BrokerContext, request: AlterConfigsRequest) -> AlterConfigsResponse {
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let name = resource.resource_name.to_string();
+        let response = AlterConfigsResourceResponse::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name.clone());
+        if resource.resource_type != RESOURCE_TOPIC {
+            responses.push(
+                response
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "only topic configs can be altered",
+                    ))),
+            );
+            continue;
+        }
+        // AlterConfigs replaces the whole set of overrides.
+        let configs: BTreeMap<String, String> = resource
+            .configs
+            .iter()
+            .filter_map(|c| {
+                c.value
+                    .as_ref()
+                    .map(|v| (c.name.to_string(), v.to_string()))
+            })
+            .collect();
+        let outcome = send_alter(ctx, name, configs, request.validate_only).await;
+        responses.push(with_outcome(response, outcome));
+    }
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+pub async fn incremental_alter(
+    ctx: &BrokerContext,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let name = resource.resource_name.to_string();
+        let response = IncrementalResourceResponse::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name.clone());
+        let error = |code: i16, message: String| {
+            IncrementalResourceResponse::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone())
+                .with_error_code(code)
+                .with_error_message(Some(StrBytes::from_string(message)))
+        };
+        if resource.resource_type != RESOURCE_TOPIC {
+            responses.push(error(
+                ResponseError::InvalidRequest.code(),
+                "only topic configs can be altered".into(),
+            ));
+            continue;
+        }
+        let Some(topic) = ctx.metadata.topic(&name) else {
+            responses.push(error(
+                ResponseError::UnknownTopicOrPartition.code(),
+                format!("unknown topic '{name}'"),
+            ));
+            continue;
+        };
+        let mut configs = topic.configs.clone();
+        let mut refused = None;
+        for op in &resource.configs {
+            let key = op.name.to_string();
+            match (op.config_operation, &op.value) {
+                (SET, Some(value)) => {
+                    configs.insert(key, value.to_string());
+                }
+                (DELETE, _) => {
+                    configs.remove(&key);
+                }
+                (operation, _) => {
+                    // APPEND/SUBTRACT apply to list configs; none is supported yet.
+                    refused = Some(format!("operation {operation} is not valid for {key}"));
+                }
+            }
+        }
+        if let Some(reason) = refused {
+            responses.push(error(ResponseError::InvalidConfig.code(), reason));
+            continue;
+        }
+        let outcome = send_alter(ctx, name, configs, request.validate_only).await;
+        responses.push(match outcome {
+            Ok(()) => response,
+            Err(e) => error(e.code(), e.to_string()),
+        });
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+async fn send_alter(
+    ctx: &BrokerContext,
+    name: String,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    ctx.controller
+        .send(AlterTopicConfigs {
+            name,
+            configs,
+            validate_only,
+        })
+        .await
+        .unwrap_or(Err(TopicError::Stopped))
+}
+
+fn with_outcome(
+    response: AlterConfigsResourceResponse,
+    outcome: Result<(), TopicError>,
+) -> AlterConfigsResourceResponse {
+    match outcome {
+        Ok(()) => response,
+        Err(e) => response
+            .with_error_code(e.code())
+            .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+    }
+}

@@ -1,0 +1,125 @@
+//! CreateTopics (key 19), v0-7, and the auto-creation Metadata and Produce
+//! use. Every topic goes to the controller; results come back per topic.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::BrokerContext;
+use crate::actors::controller::{CreateTopic, TopicError};
+use crate::cluster::TopicMetadata;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let assignments: BTreeMap<i32, Vec<i32>> = topic
+            .assignments
+            .iter()
+            .map(|a| {
+                (
+                    a.partition_index,
+                    a.broker_ids.iter().map(|b| b.0).collect(),
+                )
+            })
+            .collect();
+        let configs = topic
+            .configs
+            .iter()
+            .filter_map(|c| {
+                c.value
+                    .as_ref()
+                    .map(|v| (c.name.to_string(), v.to_string()))
+            })
+            .collect();
+        let outcome = ctx
+            .controller
+            .send(CreateTopic {
+                name: topic.name.0.to_string(),
+                num_partitions: topic.num_partitions,
+                replication_factor: topic.replication_factor,
+                assignments,
+                configs,
+                validate_only: request.validate_only,
+            })
+            .await
+            .unwrap_or(Err(TopicError::Stopped));
+        let mut result = CreatableTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_num_partitions(-1)
+            .with_replication_factor(-1);
+        match outcome {
+            Ok(created) => {
+                result = result
+                    .with_topic_id(uuid::Uuid::from_bytes(created.topic_id))
+                    .with_num_partitions(created.partitions.len() as i32)
+                    .with_replication_factor(
+                        created
+                            .partitions
+                            .values()
+                            .next()
+                            .map_or(0, |p| p.replicas.len()) as i16,
+                    );
+                if version >= 5 {
+                    result = result.with_configs(Some(described_configs(&created)));
+                }
+            }
+            Err(e) => {
+                log::info!("create topic {} refused: {e}", topic.name.0);
+                result = result
+                    .with_error_code(e.code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string())));
+            }
+        }
+        results.push(result);
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+/// Create `name` with the broker defaults, as auto-creation does; a topic
+/// created meanwhile by someone else counts as success.
+pub async fn auto_create_topic(
+    ctx: &BrokerContext,
+    name: &str,
+) -> Result<TopicMetadata, TopicError> {
+    let outcome = ctx
+        .controller
+        .send(CreateTopic {
+            name: name.to_string(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: BTreeMap::new(),
+            configs: Vec::new(),
+            validate_only: false,
+        })
+        .await
+        .unwrap_or(Err(TopicError::Stopped));
+    match outcome {
+        Err(TopicError::AlreadyExists(_)) => ctx
+            .metadata
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string())),
+        other => other,
+    }
+}
+
+fn described_configs(topic: &TopicMetadata) -> Vec<CreatableTopicConfigs> {
+    super::configs::topic_config_entries(topic)
+        .into_iter()
+        .map(|entry| {
+            CreatableTopicConfigs::default()
+                .with_name(StrBytes::from_string(entry.name))
+                .with_value(Some(StrBytes::from_string(entry.value)))
+                .with_config_source(entry.source)
+                .with_is_sensitive(false)
+                .with_read_only(false)
+        })
+        .collect()
+}

@@ -1,0 +1,46 @@
+//! DeleteRecords (key 21), v0-2: raise a partition's log start offset; -1
+//! means its high watermark. Whole segments below it are deleted.
+
+use futures_util::future::join_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+
+use super::{error_code, BrokerContext};
+use crate::actors::partition::DeleteRecordsBefore;
+use crate::topic_partition::TopicPartition;
+
+pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let partitions = topic.partitions.into_iter().map(|p| {
+            let tp = TopicPartition::new(name.clone(), p.partition_index);
+            async move {
+                let result = DeleteRecordsPartitionResult::default()
+                    .with_partition_index(p.partition_index)
+                    .with_low_watermark(-1);
+                let Some(handle) = ctx.partition(&tp) else {
+                    return result.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                };
+                match handle
+                    .addr
+                    .send(DeleteRecordsBefore { offset: p.offset })
+                    .await
+                {
+                    Ok(Ok(low_watermark)) => result.with_low_watermark(low_watermark),
+                    Ok(Err(e)) => result.with_error_code(error_code(&e)),
+                    Err(_) => result.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+                }
+            }
+        });
+        topics.push(
+            DeleteRecordsTopicResult::default()
+                .with_name(topic.name)
+                .with_partitions(join_all(partitions).await),
+        );
+    }
+    DeleteRecordsResponse::default().with_topics(topics)
+}

@@ -1,0 +1,179 @@
+//! Fetch (key 1), v0-12. Reads every requested partition from its partition
+//! actor, within the request's `max_bytes` and each partition's
+//! `partition_max_bytes`, always returning the whole batch holding the fetch
+//! offset of the first partition with data. When fewer than `min_bytes` are
+//! ready the fetch parks on the partitions' high-watermark feeds until data
+//! arrives or `max_wait_ms` passes (long poll).
+//!
+//! Record bytes are never copied: each partition's `records` is a
+//! placeholder the encoder splices a file region into (`protocol::splice`).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::{join_all, select_all};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use tokio::time::Instant;
+
+use super::{error_code, BrokerContext};
+use crate::actors::partition::{PartitionHandle, ReadRecords};
+use crate::protocol::splice::placeholder;
+use crate::storage::FileRegion;
+use crate::topic_partition::TopicPartition;
+
+/// The longest a fetch may park, whatever the client asks.
+const MAX_WAIT_MS_CAP: i32 = 30_000;
+
+struct Wanted {
+    topic_index: usize,
+    tp: TopicPartition,
+    offset: i64,
+    max_bytes: u64,
+    handle: Option<PartitionHandle>,
+}
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: FetchRequest,
+    version: i16,
+) -> (FetchResponse, Vec<FileRegion>) {
+    let max_wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64);
+    let deadline = Instant::now() + max_wait;
+    let min_bytes = request.min_bytes.max(0) as u64;
+    // v0-2 have no response limit.
+    let response_max_bytes = if version >= 3 {
+        request.max_bytes.max(0) as u64
+    } else {
+        u64::MAX
+    };
+    let mut wanted = Vec::new();
+    let mut topic_names = Vec::new();
+    for (topic_index, topic) in request.topics.iter().enumerate() {
+        topic_names.push(topic.topic.clone());
+        for partition in &topic.partitions {
+            let tp = TopicPartition::new(topic.topic.0.to_string(), partition.partition);
+            wanted.push(Wanted {
+                topic_index,
+                handle: ctx.partition(&tp),
+                tp,
+                offset: partition.fetch_offset,
+                max_bytes: partition.partition_max_bytes.max(0) as u64,
+            });
+        }
+    }
+    loop {
+        let (partitions, regions, bytes) = read_all(&wanted, response_max_bytes).await;
+        let has_error = partitions.iter().any(|p| p.error_code != 0);
+        if bytes >= min_bytes || has_error || Instant::now() >= deadline {
+            let mut responses: Vec<FetchableTopicResponse> = topic_names
+                .iter()
+                .map(|name| FetchableTopicResponse::default().with_topic(name.clone()))
+                .collect();
+            for (w, partition) in wanted.iter().zip(partitions) {
+                responses[w.topic_index].partitions.push(partition);
+            }
+            let response = FetchResponse::default().with_responses(responses);
+            return (response, regions);
+        }
+        let mut feeds: Vec<_> = wanted
+            .iter()
+            .filter_map(|w| w.handle.as_ref().map(|h| h.high_watermark.clone()))
+            .collect();
+        if feeds.is_empty() {
+            tokio::time::sleep_until(deadline).await;
+            continue;
+        }
+        for feed in &mut feeds {
+            feed.mark_unchanged();
+        }
+        let changed = select_all(feeds.iter_mut().map(|f| Box::pin(f.changed())));
+        // Data may have landed between the read and the subscription, so
+        // never sleep longer than a short slice without re-reading.
+        let slice = deadline.min(Instant::now() + Duration::from_millis(50));
+        let _ = tokio::time::timeout_at(slice, changed).await;
+    }
+}
+
+/// Read every wanted partition once. Returns the per-partition responses in
+/// request order, the regions in the same order, and the bytes found.
+async fn read_all(
+    wanted: &[Wanted],
+    response_max_bytes: u64,
+) -> (Vec<PartitionData>, Vec<FileRegion>, u64) {
+    let reads = join_all(wanted.iter().map(|w| async move {
+        let Some(handle) = &w.handle else {
+            return Err(ResponseError::UnknownTopicOrPartition.code());
+        };
+        match handle
+            .addr
+            .send(ReadRecords {
+                offset: w.offset,
+                max_bytes: w.max_bytes,
+            })
+            .await
+        {
+            Ok(Ok(read)) => Ok(read),
+            Ok(Err(e)) => {
+                log::debug!("fetch from {} at {} failed: {e}", w.tp, w.offset);
+                Err(error_code(&e))
+            }
+            Err(_) => Err(ResponseError::NotLeaderOrFollower.code()),
+        }
+    }))
+    .await;
+    let mut budget = response_max_bytes;
+    let mut total = 0u64;
+    let mut partitions = Vec::with_capacity(wanted.len());
+    let mut regions = Vec::new();
+    for (w, read) in wanted.iter().zip(reads) {
+        let mut data = PartitionData::default()
+            .with_partition_index(w.tp.partition)
+            .with_high_watermark(-1)
+            .with_last_stable_offset(-1)
+            .with_log_start_offset(-1)
+            .with_preferred_read_replica(BrokerId(-1))
+            .with_aborted_transactions(Some(Vec::new()))
+            .with_records(Some(Bytes::new()));
+        match read {
+            Err(code) => data = data.with_error_code(code),
+            Ok(read) => {
+                data = data
+                    .with_high_watermark(read.state.high_watermark)
+                    .with_last_stable_offset(read.state.high_watermark)
+                    .with_log_start_offset(read.state.log_start_offset);
+                if let Some(region) = read.read.region {
+                    // The first partition with data may exceed the budget
+                    // (a batch larger than max_bytes must still get out).
+                    let length = if total == 0 {
+                        region.length
+                    } else {
+                        region.length.min(budget)
+                    };
+                    if length > 0 {
+                        let region = FileRegion { length, ..region };
+                        match placeholder(length as usize) {
+                            Some(stand_in) => {
+                                data = data.with_records(Some(stand_in));
+                                regions.push(region);
+                            }
+                            None => match region.read_to_vec() {
+                                Ok(bytes) => data = data.with_records(Some(Bytes::from(bytes))),
+                                Err(e) => {
+                                    log::error!("reading {} failed: {e}", w.tp);
+                                    data = data
+                                        .with_error_code(ResponseError::KafkaStorageError.code());
+                                }
+                            },
+                        }
+                        total += length;
+                        budget = budget.saturating_sub(length);
+                    }
+                }
+            }
+        }
+        partitions.push(data);
+    }
+    (partitions, regions, total)
+}

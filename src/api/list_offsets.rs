@@ -1,0 +1,73 @@
+//! ListOffsets (key 2), v0-7: earliest (-2), latest (-1), max timestamp (-3,
+//! answered with the last offset) or the first offset at or after a
+//! timestamp. v0 answers in its old `old_style_offsets` form.
+
+use futures_util::future::join_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::{error_code, BrokerContext};
+use crate::actors::partition::{GetState, OffsetForTimestamp};
+use crate::topic_partition::TopicPartition;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: ListOffsetsRequest,
+    version: i16,
+) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let partitions = topic.partitions.into_iter().map(|p| {
+            let tp = TopicPartition::new(name.clone(), p.partition_index);
+            async move {
+                let response = ListOffsetsPartitionResponse::default()
+                    .with_partition_index(p.partition_index)
+                    .with_timestamp(-1)
+                    .with_offset(-1);
+                let Some(handle) = ctx.partition(&tp) else {
+                    return response.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                };
+                let Ok(state) = handle.addr.send(GetState).await else {
+                    return response.with_error_code(ResponseError::NotLeaderOrFollower.code());
+                };
+                let (offset, timestamp) = match p.timestamp {
+                    LATEST => (state.high_watermark, -1),
+                    EARLIEST => (state.log_start_offset, -1),
+                    MAX_TIMESTAMP => ((state.high_watermark - 1).max(state.log_start_offset), -1),
+                    timestamp => match handle.addr.send(OffsetForTimestamp { timestamp }).await {
+                        Ok(Ok(Some((offset, ts)))) => (offset, ts),
+                        Ok(Ok(None)) => (-1, -1),
+                        Ok(Err(e)) => return response.with_error_code(error_code(&e)),
+                        Err(_) => {
+                            return response
+                                .with_error_code(ResponseError::NotLeaderOrFollower.code())
+                        }
+                    },
+                };
+                if version == 0 {
+                    let offsets = if offset >= 0 {
+                        vec![offset]
+                    } else {
+                        Vec::new()
+                    };
+                    return response.with_old_style_offsets(offsets);
+                }
+                response.with_offset(offset).with_timestamp(timestamp)
+            }
+        });
+        topics.push(
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(join_all(partitions).await),
+        );
+    }
+    ListOffsetsResponse::default().with_topics(topics)
+}

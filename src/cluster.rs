@@ -1,0 +1,124 @@
+//! The broker's view of the cluster, as Metadata requests see it: brokers,
+//! the controller, topics with their partitions (leader, leader epoch,
+//! replicas, ISR) and configs. The controller is its only writer; request
+//! handlers read a consistent snapshot.
+//!
+//! It holds no I/O and no actors; it is rebuilt from the metadata store.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use crate::storage::LogConfig;
+
+/// One broker's advertised PLAINTEXT endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicMetadata {
+    pub name: String,
+    /// Kafka topic ids are UUIDs; 16 bytes here.
+    pub topic_id: [u8; 16],
+    pub is_internal: bool,
+    pub partitions: BTreeMap<i32, PartitionMetadata>,
+    /// Topic-level overrides only, as set by the operator.
+    pub configs: BTreeMap<String, String>,
+    /// Broker defaults with the overrides applied.
+    pub log_config: LogConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterMetadata {
+    pub cluster_id: String,
+    pub controller_id: i32,
+    pub brokers: BTreeMap<i32, BrokerEndpoint>,
+    pub topics: BTreeMap<String, TopicMetadata>,
+}
+
+/// Shared, read-mostly cluster metadata.
+#[derive(Debug, Clone, Default)]
+pub struct MetadataCache(Arc<RwLock<ClusterMetadata>>);
+
+impl MetadataCache {
+    /// A copy of the whole view (cheap enough at the sizes a broker holds;
+    /// readers never block the controller for long).
+    pub fn snapshot(&self) -> ClusterMetadata {
+        match self.0.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn read<T>(&self, f: impl FnOnce(&ClusterMetadata) -> T) -> T {
+        match self.0.read() {
+            Ok(guard) => f(&guard),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+
+    pub fn update<T>(&self, f: impl FnOnce(&mut ClusterMetadata) -> T) -> T {
+        match self.0.write() {
+            Ok(mut guard) => f(&mut guard),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    pub fn topic(&self, name: &str) -> Option<TopicMetadata> {
+        self.read(|m| m.topics.get(name).cloned())
+    }
+}
+
+/// Kafka's rule for topic names: 1 to 249 characters of `[a-zA-Z0-9._-]`,
+/// not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("topic name is empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err("topic name cannot be '.' or '..'".into());
+    }
+    if name.len() > 249 {
+        return Err(format!(
+            "topic name is {} characters, at most 249 are allowed",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "topic name contains '{c}'; only [a-zA-Z0-9._-] are allowed"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kafka's legal and illegal topic names.
+    #[test]
+    fn topic_names() {
+        for ok in ["a", "orders.v1", "my_topic-2", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "with space", "slash/", "ü", &"x".repeat(250)] {
+            assert!(validate_topic_name(bad).is_err(), "{bad}");
+        }
+    }
+}

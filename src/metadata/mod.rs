@@ -1,0 +1,25 @@
+//! Cluster metadata in ZooKeeper's znode layout: brokers, topics and their
+//! replica assignments, partition leader/ISR state, config overrides, the
+//! controller claim. It owns the [`MetadataStore`] interface, the embedded
+//! store used without `zookeeper.connect`, Kafka's typed znode catalogue and
+//! the replica assignment algorithm. It knows nothing of actix and does no
+//! network I/O itself: the embedded store writes only its own file, and the
+//! ZooKeeper client (to come) will implement the same trait, owned by one
+//! actor.
+//!
+//! - `store`: the trait, its errors, and ZooKeeper's path rules.
+//! - `embedded`: the in-process store, persisted to one JSON file.
+//! - `znodes`: one type per znode with its path and Kafka's JSON.
+//! - `assignment`: Kafka's replica placement for new partitions.
+
+pub mod assignment;
+pub mod embedded;
+pub mod store;
+pub mod znodes;
+
+pub use assignment::{assign_replicas, assign_replicas_random, AssignmentError};
+pub use embedded::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
+pub use store::{
+    validate_path, CreateMode, MetadataError, MetadataStore, Stat, StoreFuture, WatchedEvent,
+};
+pub use znodes::{ensure_paths, persistent_paths, BrokerInfo, ConfigType, LeaderAndIsr};

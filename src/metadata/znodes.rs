@@ -1,0 +1,897 @@
+//! Kafka's znode catalogue, typed: one type per znode with its `path`, and
+//! `encode`/`decode` in the exact JSON (or plain text) Kafka writes, after
+//! `kafka.zk.ZkData`, so a ZooKeeper shared with Kafka's own tools reads the
+//! same. This is the only module that knows those layouts; it does no I/O
+//! except [`ensure_paths`], which goes through a [`MetadataStore`]. Decoding
+//! tolerates fields Kafka versions added later and fails with
+//! [`MetadataError::Corrupt`] naming the znode, never with a panic.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::store::{CreateMode, MetadataError, MetadataStore};
+use crate::topic_partition::TopicPartition;
+
+/// The persistent paths a cluster needs before brokers use it, in Kafka's
+/// `ZkData.PersistentZkPaths` order (config entity types last).
+pub fn persistent_paths() -> &'static [&'static str] {
+    &[
+        ConsumerPathZNode::PATH,
+        BrokerIdsZNode::PATH,
+        TopicsZNode::PATH,
+        ConfigEntityChangeNotificationZNode::PATH,
+        DeleteTopicsZNode::PATH,
+        BrokerSequenceIdZNode::PATH,
+        IsrChangeNotificationZNode::PATH,
+        ProducerIdBlockZNode::PATH,
+        LogDirEventNotificationZNode::PATH,
+        "/config/topics",
+        "/config/clients",
+        "/config/users",
+        "/config/brokers",
+    ]
+}
+
+/// Creates every [`persistent_paths`] entry that is missing (with its
+/// parents), as Kafka's `createTopLevelPaths` does at start-up. Safe to run
+/// concurrently from several brokers.
+pub async fn ensure_paths(store: &dyn MetadataStore) -> Result<(), MetadataError> {
+    for path in persistent_paths() {
+        match store
+            .create_recursive(path, Vec::new(), CreateMode::Persistent)
+            .await
+        {
+            Ok(()) | Err(MetadataError::NodeExists(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `/controller`: the ephemeral claim of the active controller.
+#[derive(Debug)]
+pub struct ControllerZNode;
+
+impl ControllerZNode {
+    pub const PATH: &'static str = "/controller";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+
+    /// `{"version":1,"brokerid":0,"timestamp":"1700000000000"}`.
+    pub fn encode(broker_id: i32, timestamp_ms: i64) -> Vec<u8> {
+        to_json(&ControllerJson {
+            version: 1,
+            brokerid: broker_id,
+            timestamp: timestamp_ms.to_string(),
+        })
+    }
+
+    /// The controller's broker id (all Kafka reads from it).
+    pub fn decode(bytes: &[u8]) -> Result<i32, MetadataError> {
+        let json: ControllerIdJson = parse(Self::PATH, bytes)?;
+        Ok(json.brokerid)
+    }
+}
+
+#[derive(Serialize)]
+struct ControllerJson {
+    version: i32,
+    brokerid: i32,
+    timestamp: String,
+}
+
+#[derive(Deserialize)]
+struct ControllerIdJson {
+    brokerid: i32,
+}
+
+/// `/controller_epoch`: how many times the controller changed, as a plain
+/// decimal; a controller with an older epoch is fenced.
+#[derive(Debug)]
+pub struct ControllerEpochZNode;
+
+impl ControllerEpochZNode {
+    pub const PATH: &'static str = "/controller_epoch";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+
+    pub fn encode(epoch: i32) -> Vec<u8> {
+        epoch.to_string().into_bytes()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<i32, MetadataError> {
+        parse_text(Self::PATH, bytes)
+    }
+}
+
+/// `/brokers`.
+#[derive(Debug)]
+pub struct BrokersZNode;
+
+impl BrokersZNode {
+    pub const PATH: &'static str = "/brokers";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+}
+
+/// `/brokers/ids`: one ephemeral child per live broker.
+#[derive(Debug)]
+pub struct BrokerIdsZNode;
+
+impl BrokerIdsZNode {
+    pub const PATH: &'static str = "/brokers/ids";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+}
+
+/// `/brokers/seqid`: Kafka's counter for generated broker ids.
+#[derive(Debug)]
+pub struct BrokerSequenceIdZNode;
+
+impl BrokerSequenceIdZNode {
+    pub const PATH: &'static str = "/brokers/seqid";
+}
+
+/// A broker's registration, the content of `/brokers/ids/<id>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    pub id: i32,
+    /// The top-level `host`/`port` older clients read: Kafka puts the first
+    /// PLAINTEXT endpoint here, or `null`/-1 when there is none (an empty
+    /// `host` here).
+    pub host: String,
+    pub port: i32,
+    /// Advertised listeners as `NAME://host:port`.
+    pub endpoints: Vec<String>,
+    pub rack: Option<String>,
+    /// Registration time, milliseconds since the epoch; -1 when a decoded
+    /// registration carried none (Kafka itself never reads it).
+    pub timestamp_ms: i64,
+}
+
+/// The security protocols whose names are also listener names in Kafka's
+/// default `listener.security.protocol.map`.
+const SECURITY_PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+
+/// `/brokers/ids/<id>`: an ephemeral broker registration.
+#[derive(Debug)]
+pub struct BrokerIdZNode;
+
+impl BrokerIdZNode {
+    /// The registration layout this broker writes (Kafka 2.7+).
+    pub const VERSION: i32 = 5;
+
+    pub fn path(id: i32) -> String {
+        format!("{}/{id}", BrokerIdsZNode::PATH)
+    }
+
+    /// `{"version":5,"host":"h","port":9092,"jmx_port":-1,"timestamp":"...",
+    /// "endpoints":["PLAINTEXT://h:9092"],
+    /// "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"rack":null}`.
+    /// The protocol map lists each endpoint whose listener name is a
+    /// security protocol name (Kafka's default map); custom listener names
+    /// need `listener.security.protocol.map`, which this does not know yet.
+    pub fn encode(broker: &BrokerInfo) -> Vec<u8> {
+        let listener_security_protocol_map = broker
+            .endpoints
+            .iter()
+            .filter_map(|endpoint| endpoint.split_once("://").map(|(name, _)| name))
+            .filter(|name| SECURITY_PROTOCOLS.contains(name))
+            .map(|name| (name.to_owned(), name.to_owned()))
+            .collect();
+        to_json(&BrokerJsonOut {
+            version: Self::VERSION,
+            // Kafka writes null when the broker has no PLAINTEXT endpoint.
+            host: Some(broker.host.as_str()).filter(|host| !host.is_empty()),
+            port: broker.port,
+            // JMX is not served; -1 is Kafka's value for "none".
+            jmx_port: -1,
+            timestamp: broker.timestamp_ms.to_string(),
+            endpoints: &broker.endpoints,
+            listener_security_protocol_map,
+            rack: broker.rack.as_deref(),
+        })
+    }
+
+    /// Reads registrations of every Kafka version: version 1 has only
+    /// `host`/`port` (a PLAINTEXT endpoint), later ones list `endpoints`.
+    pub fn decode(id: i32, bytes: &[u8]) -> Result<BrokerInfo, MetadataError> {
+        let path = Self::path(id);
+        let json: BrokerJsonIn = parse(&path, bytes)?;
+        let corrupt = |reason: String| MetadataError::Corrupt {
+            what: path.clone(),
+            reason,
+        };
+        let host = json.host.unwrap_or_default();
+        let port = json.port.unwrap_or(-1);
+        let endpoints = match json.version {
+            v if v < 1 => return Err(corrupt(format!("unsupported registration version {v}"))),
+            1 => {
+                if host.is_empty() || port < 0 {
+                    return Err(corrupt("version 1 needs host and port".to_owned()));
+                }
+                vec![format!("PLAINTEXT://{}:{port}", bracket_ipv6(&host))]
+            }
+            _ => json
+                .endpoints
+                .ok_or_else(|| corrupt("no endpoints".to_owned()))?,
+        };
+        let timestamp_ms = match json.timestamp {
+            None => -1,
+            Some(StringOrNumber::Number(ms)) => ms,
+            Some(StringOrNumber::String(text)) => text
+                .parse()
+                .map_err(|_| corrupt(format!("timestamp {text:?} is not a number")))?,
+        };
+        Ok(BrokerInfo {
+            id,
+            host,
+            port,
+            endpoints,
+            rack: json.rack,
+            timestamp_ms,
+        })
+    }
+}
+
+fn bracket_ipv6(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+#[derive(Serialize)]
+struct BrokerJsonOut<'a> {
+    version: i32,
+    host: Option<&'a str>,
+    port: i32,
+    jmx_port: i32,
+    timestamp: String,
+    endpoints: &'a [String],
+    listener_security_protocol_map: BTreeMap<String, String>,
+    rack: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct BrokerJsonIn {
+    version: i32,
+    #[serde(default)]
+    host: Option<String>,
+    #[serde(default)]
+    port: Option<i32>,
+    #[serde(default)]
+    timestamp: Option<StringOrNumber>,
+    #[serde(default)]
+    endpoints: Option<Vec<String>>,
+    #[serde(default)]
+    rack: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrNumber {
+    Number(i64),
+    String(String),
+}
+
+/// `/brokers/topics`: one child per topic.
+#[derive(Debug)]
+pub struct TopicsZNode;
+
+impl TopicsZNode {
+    pub const PATH: &'static str = "/brokers/topics";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+}
+
+/// `/brokers/topics/<topic>`: the replica assignment, partition -> broker
+/// ids with the preferred leader first.
+#[derive(Debug)]
+pub struct TopicZNode;
+
+impl TopicZNode {
+    /// The layout written (Kafka 2.4 to 2.7; 2.8+ writes 3 with a topic id).
+    pub const VERSION: i32 = 2;
+
+    pub fn path(topic: &str) -> String {
+        format!("{}/{topic}", TopicsZNode::PATH)
+    }
+
+    /// `{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`.
+    pub fn encode(assignment: &BTreeMap<i32, Vec<i32>>) -> Vec<u8> {
+        to_json(&TopicJsonOut {
+            version: Self::VERSION,
+            partitions: assignment,
+            // No reassignment is ever in progress here: written empty, as
+            // Kafka does when there is none.
+            adding_replicas: BTreeMap::new(),
+            removing_replicas: BTreeMap::new(),
+        })
+    }
+
+    /// The `partitions` map of versions 1 to 3 (reassignment state and the
+    /// topic id of version 3 are not kept).
+    pub fn decode(topic: &str, bytes: &[u8]) -> Result<BTreeMap<i32, Vec<i32>>, MetadataError> {
+        let path = Self::path(topic);
+        let json: TopicJsonIn = parse(&path, bytes)?;
+        let corrupt = |reason: String| MetadataError::Corrupt {
+            what: path.clone(),
+            reason,
+        };
+        if !(1..=3).contains(&json.version) {
+            return Err(corrupt(format!(
+                "unsupported assignment version {}",
+                json.version
+            )));
+        }
+        if let Some(partition) = json.partitions.keys().find(|&&p| p < 0) {
+            return Err(corrupt(format!("negative partition id {partition}")));
+        }
+        Ok(json.partitions)
+    }
+}
+
+#[derive(Serialize)]
+struct TopicJsonOut<'a> {
+    version: i32,
+    partitions: &'a BTreeMap<i32, Vec<i32>>,
+    adding_replicas: BTreeMap<i32, Vec<i32>>,
+    removing_replicas: BTreeMap<i32, Vec<i32>>,
+}
+
+#[derive(Deserialize)]
+struct TopicJsonIn {
+    version: i32,
+    #[serde(default)]
+    partitions: BTreeMap<i32, Vec<i32>>,
+}
+
+/// `/brokers/topics/<topic>/partitions`.
+#[derive(Debug)]
+pub struct TopicPartitionsZNode;
+
+impl TopicPartitionsZNode {
+    pub fn path(topic: &str) -> String {
+        format!("{}/partitions", TopicZNode::path(topic))
+    }
+}
+
+/// `/brokers/topics/<topic>/partitions/<partition>`.
+#[derive(Debug)]
+pub struct TopicPartitionZNode;
+
+impl TopicPartitionZNode {
+    pub fn path(tp: &TopicPartition) -> String {
+        format!("{}/{}", TopicPartitionsZNode::path(&tp.topic), tp.partition)
+    }
+}
+
+/// A partition's leader, ISR and the epochs that fence stale writers: the
+/// content of `.../partitions/<n>/state` (Kafka's
+/// `LeaderIsrAndControllerEpoch`; the znode's `Stat::version` is its
+/// `zkVersion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderAndIsr {
+    /// Broker id of the leader, [`LeaderAndIsr::NO_LEADER`] when offline.
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    /// Epoch of the controller that wrote this state.
+    pub controller_epoch: i32,
+}
+
+impl LeaderAndIsr {
+    /// Kafka's `LeaderAndIsr.NoLeader`.
+    pub const NO_LEADER: i32 = -1;
+}
+
+/// `/brokers/topics/<topic>/partitions/<partition>/state`.
+#[derive(Debug)]
+pub struct TopicPartitionStateZNode;
+
+impl TopicPartitionStateZNode {
+    pub fn path(tp: &TopicPartition) -> String {
+        format!("{}/state", TopicPartitionZNode::path(tp))
+    }
+
+    /// `{"controller_epoch":9,"leader":5,"version":1,"leader_epoch":26,"isr":[5]}`,
+    /// keys in the order Kafka's brokers write them.
+    pub fn encode(state: &LeaderAndIsr) -> Vec<u8> {
+        to_json(&PartitionStateJsonOut {
+            controller_epoch: state.controller_epoch,
+            leader: state.leader,
+            version: 1,
+            leader_epoch: state.leader_epoch,
+            isr: &state.isr,
+        })
+    }
+
+    /// Ignores fields added by later Kafka versions
+    /// (`leader_recovery_state`).
+    pub fn decode(tp: &TopicPartition, bytes: &[u8]) -> Result<LeaderAndIsr, MetadataError> {
+        let json: PartitionStateJsonIn = parse(&Self::path(tp), bytes)?;
+        Ok(LeaderAndIsr {
+            leader: json.leader,
+            leader_epoch: json.leader_epoch,
+            isr: json.isr,
+            controller_epoch: json.controller_epoch,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct PartitionStateJsonOut<'a> {
+    controller_epoch: i32,
+    leader: i32,
+    version: i32,
+    leader_epoch: i32,
+    isr: &'a [i32],
+}
+
+#[derive(Deserialize)]
+struct PartitionStateJsonIn {
+    controller_epoch: i32,
+    leader: i32,
+    leader_epoch: i32,
+    isr: Vec<i32>,
+}
+
+/// The kinds of entity with dynamic config under `/config` (Kafka's
+/// `ConfigType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Topic,
+    Client,
+    User,
+    Broker,
+}
+
+impl ConfigType {
+    /// The znode name under `/config`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigType::Topic => "topics",
+            ConfigType::Client => "clients",
+            ConfigType::User => "users",
+            ConfigType::Broker => "brokers",
+        }
+    }
+}
+
+/// `/config/changes`: sequential change notifications.
+#[derive(Debug)]
+pub struct ConfigEntityChangeNotificationZNode;
+
+impl ConfigEntityChangeNotificationZNode {
+    pub const PATH: &'static str = "/config/changes";
+}
+
+/// `/config/<type>/<name>`: an entity's config overrides, e.g.
+/// `/config/topics/<topic>` or `/config/brokers/<id>`.
+#[derive(Debug)]
+pub struct ConfigEntityZNode;
+
+impl ConfigEntityZNode {
+    pub fn path(config_type: ConfigType, name: &str) -> String {
+        format!("/config/{}/{name}", config_type.as_str())
+    }
+
+    /// `{"version":1,"config":{"retention.ms":"1000"}}`.
+    pub fn encode(config: &BTreeMap<String, String>) -> Vec<u8> {
+        to_json(&ConfigJsonOut { version: 1, config })
+    }
+
+    /// A znode without `config` means no overrides, as in Kafka.
+    pub fn decode(
+        config_type: ConfigType,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<BTreeMap<String, String>, MetadataError> {
+        let json: ConfigJsonIn = parse(&Self::path(config_type, name), bytes)?;
+        Ok(json.config)
+    }
+}
+
+#[derive(Serialize)]
+struct ConfigJsonOut<'a> {
+    version: i32,
+    config: &'a BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ConfigJsonIn {
+    #[serde(default)]
+    config: BTreeMap<String, String>,
+}
+
+/// `/admin`.
+#[derive(Debug)]
+pub struct AdminZNode;
+
+impl AdminZNode {
+    pub const PATH: &'static str = "/admin";
+}
+
+/// `/admin/delete_topics`: topics queued for deletion, one child each.
+#[derive(Debug)]
+pub struct DeleteTopicsZNode;
+
+impl DeleteTopicsZNode {
+    pub const PATH: &'static str = "/admin/delete_topics";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+}
+
+/// `/admin/delete_topics/<topic>`: a deletion request; its data is unused.
+#[derive(Debug)]
+pub struct DeleteTopicsTopicZNode;
+
+impl DeleteTopicsTopicZNode {
+    pub fn path(topic: &str) -> String {
+        format!("{}/{topic}", DeleteTopicsZNode::PATH)
+    }
+}
+
+/// `/isr_change_notification`.
+#[derive(Debug)]
+pub struct IsrChangeNotificationZNode;
+
+impl IsrChangeNotificationZNode {
+    pub const PATH: &'static str = "/isr_change_notification";
+}
+
+/// `/latest_producer_id_block`.
+#[derive(Debug)]
+pub struct ProducerIdBlockZNode;
+
+impl ProducerIdBlockZNode {
+    pub const PATH: &'static str = "/latest_producer_id_block";
+}
+
+/// `/log_dir_event_notification`.
+#[derive(Debug)]
+pub struct LogDirEventNotificationZNode;
+
+impl LogDirEventNotificationZNode {
+    pub const PATH: &'static str = "/log_dir_event_notification";
+}
+
+/// `/consumers`: the legacy (ZooKeeper-based) consumer registry.
+#[derive(Debug)]
+pub struct ConsumerPathZNode;
+
+impl ConsumerPathZNode {
+    pub const PATH: &'static str = "/consumers";
+}
+
+/// `/consumers/<group>/offsets/<topic>/<partition>`: a legacy consumer's
+/// committed offset as plain decimal text.
+#[derive(Debug)]
+pub struct ConsumerOffset;
+
+impl ConsumerOffset {
+    pub fn path(group: &str, topic: &str, partition: i32) -> String {
+        format!(
+            "{}/{group}/offsets/{topic}/{partition}",
+            ConsumerPathZNode::PATH
+        )
+    }
+
+    pub fn encode(offset: i64) -> Vec<u8> {
+        offset.to_string().into_bytes()
+    }
+
+    pub fn decode(
+        group: &str,
+        topic: &str,
+        partition: i32,
+        bytes: &[u8],
+    ) -> Result<i64, MetadataError> {
+        parse_text(&Self::path(group, topic, partition), bytes)
+    }
+}
+
+/// `/cluster/id`: the cluster id every broker reports in Metadata.
+#[derive(Debug)]
+pub struct ClusterIdZNode;
+
+impl ClusterIdZNode {
+    pub const PATH: &'static str = "/cluster/id";
+
+    pub fn path() -> &'static str {
+        Self::PATH
+    }
+
+    /// `{"version":"1","id":"<id>"}` (Kafka writes the version as a string
+    /// here).
+    pub fn encode(cluster_id: &str) -> Vec<u8> {
+        to_json(&ClusterIdJsonOut {
+            version: "1",
+            id: cluster_id,
+        })
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<String, MetadataError> {
+        let json: ClusterIdJsonIn = parse(Self::PATH, bytes)?;
+        Ok(json.id)
+    }
+
+    /// A cluster id in Kafka's form: the 16 bytes of a UUID in URL-safe
+    /// base64 without padding, 22 characters. The caller supplies the
+    /// randomness (this module has no random source).
+    pub fn id_from_uuid(uuid: [u8; 16]) -> String {
+        base64_url_no_pad(&uuid)
+    }
+}
+
+#[derive(Serialize)]
+struct ClusterIdJsonOut<'a> {
+    version: &'a str,
+    id: &'a str,
+}
+
+#[derive(Deserialize)]
+struct ClusterIdJsonIn {
+    id: String,
+}
+
+fn base64_url_no_pad(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        // 3 bytes give 4 sextets; a short chunk of k bytes gives k + 1.
+        for i in 0..=chunk.len() {
+            let sextet = (n >> (18 - 6 * i)) & 0x3f;
+            out.push(char::from(ALPHABET[sextet as usize]));
+        }
+    }
+    out
+}
+
+/// serde_json fails only on maps with non-string keys or a failing writer;
+/// every layout here has string or integer keys and writes into a `Vec`, so
+/// the error arm cannot be reached. It still logs and yields bytes that
+/// decode as `Corrupt` rather than panicking on a broker.
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|e| {
+        log::error!("encoding a znode failed: {e}");
+        Vec::new()
+    })
+}
+
+fn parse<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, MetadataError> {
+    serde_json::from_slice(bytes).map_err(|e| MetadataError::Corrupt {
+        what: format!("znode {path}"),
+        reason: e.to_string(),
+    })
+}
+
+/// Kafka's plain-text numbers (`"1"`), parsed without trimming, as Java's
+/// `toInt`/`toLong` do.
+fn parse_text<T: std::str::FromStr>(path: &str, bytes: &[u8]) -> Result<T, MetadataError> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| MetadataError::Corrupt {
+            what: format!("znode {path}"),
+            reason: format!(
+                "{:?} is not a decimal number",
+                String::from_utf8_lossy(bytes)
+            ),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::embedded::EmbeddedStore;
+
+    fn text(bytes: Vec<u8>) -> String {
+        String::from_utf8(bytes).expect("utf8")
+    }
+
+    /// The broker registration is written in the v5 layout with keys in the
+    /// documented order, and reads back to the same BrokerInfo.
+    #[test]
+    fn broker_registration_layout_and_round_trip() {
+        let broker = BrokerInfo {
+            id: 1,
+            host: "h".to_owned(),
+            port: 9092,
+            endpoints: vec!["PLAINTEXT://h:9092".to_owned()],
+            rack: None,
+            timestamp_ms: 1_700_000_000_000,
+        };
+        let bytes = BrokerIdZNode::encode(&broker);
+        assert_eq!(
+            text(bytes.clone()),
+            r#"{"version":5,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1700000000000","endpoints":["PLAINTEXT://h:9092"],"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"rack":null}"#
+        );
+        assert_eq!(BrokerIdZNode::decode(1, &bytes).expect("decode"), broker);
+        assert_eq!(BrokerIdZNode::path(1), "/brokers/ids/1");
+    }
+
+    /// A version 1 registration, as quoted in the seeds from a 2015 cluster,
+    /// decodes to a single PLAINTEXT endpoint; Kafka 3's layout with
+    /// features and no rack decodes too.
+    #[test]
+    fn old_and_new_broker_registrations_decode() {
+        let v1 = br#"{"jmx_port":-1,"timestamp":"1435833841290","host":"kafka02-log.i.nease.net","version":1,"port":9092}"#;
+        let broker = BrokerIdZNode::decode(2, v1).expect("v1");
+        assert_eq!(
+            broker.endpoints,
+            ["PLAINTEXT://kafka02-log.i.nease.net:9092"]
+        );
+        assert_eq!(broker.timestamp_ms, 1_435_833_841_290);
+        let v5 = br#"{"features":{},"listener_security_protocol_map":{"CLIENT":"SSL"},"endpoints":["CLIENT://h:9093"],"jmx_port":-1,"port":-1,"host":null,"version":5,"timestamp":"1"}"#;
+        let broker = BrokerIdZNode::decode(3, v5).expect("v5");
+        assert_eq!((broker.host.as_str(), broker.port), ("", -1));
+        assert_eq!(broker.endpoints, ["CLIENT://h:9093"]);
+        let rewritten = text(BrokerIdZNode::encode(&broker));
+        assert!(
+            rewritten.contains(r#""host":null,"port":-1"#),
+            "{rewritten}"
+        );
+        assert!(matches!(
+            BrokerIdZNode::decode(4, br#"{"version":2,"host":"h","port":1}"#),
+            Err(MetadataError::Corrupt { what, .. }) if what.contains("/brokers/ids/4")
+        ));
+    }
+
+    /// Topic assignments are written as version 2 and read from versions 1
+    /// to 3, with partition keys as JSON strings.
+    #[test]
+    fn topic_assignment_layout() {
+        let assignment = BTreeMap::from([(0, vec![1, 2]), (1, vec![2, 1])]);
+        let bytes = TopicZNode::encode(&assignment);
+        assert_eq!(
+            text(bytes.clone()),
+            r#"{"version":2,"partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#
+        );
+        assert_eq!(TopicZNode::decode("t", &bytes).expect("v2"), assignment);
+        let v1 = br#"{"version":1,"partitions":{"1":[2,1],"0":[1,2]}}"#;
+        assert_eq!(TopicZNode::decode("t", v1).expect("v1"), assignment);
+        let v3 = br#"{"version":3,"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#;
+        assert_eq!(TopicZNode::decode("t", v3).expect("v3"), assignment);
+        for bad in [
+            &br#"{"version":9,"partitions":{}}"#[..],
+            br#"{"version":1,"partitions":{"x":[1]}}"#,
+            br#"{"version":1,"partitions":{"-1":[1]}}"#,
+        ] {
+            assert!(matches!(
+                TopicZNode::decode("t", bad),
+                Err(MetadataError::Corrupt { .. })
+            ));
+        }
+        assert_eq!(TopicZNode::path("t"), "/brokers/topics/t");
+    }
+
+    /// The partition state paths nest as Kafka's do.
+    #[test]
+    fn partition_paths() {
+        let tp = TopicPartition::new("t", 3);
+        assert_eq!(
+            TopicPartitionsZNode::path("t"),
+            "/brokers/topics/t/partitions"
+        );
+        assert_eq!(
+            TopicPartitionZNode::path(&tp),
+            "/brokers/topics/t/partitions/3"
+        );
+        assert_eq!(
+            TopicPartitionStateZNode::path(&tp),
+            "/brokers/topics/t/partitions/3/state"
+        );
+    }
+
+    /// Config, controller, epoch, offsets and cluster id use Kafka's layouts,
+    /// including the plain-text and string-version quirks.
+    #[test]
+    fn small_znode_layouts() {
+        let config = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
+        let bytes = ConfigEntityZNode::encode(&config);
+        assert_eq!(
+            text(bytes.clone()),
+            r#"{"version":1,"config":{"retention.ms":"1000"}}"#
+        );
+        assert_eq!(
+            ConfigEntityZNode::decode(ConfigType::Topic, "t", &bytes).expect("config"),
+            config
+        );
+        assert_eq!(
+            ConfigEntityZNode::path(ConfigType::Broker, "0"),
+            "/config/brokers/0"
+        );
+
+        let bytes = ControllerZNode::encode(0, 1_700_000_000_000);
+        assert_eq!(
+            text(bytes.clone()),
+            r#"{"version":1,"brokerid":0,"timestamp":"1700000000000"}"#
+        );
+        assert_eq!(ControllerZNode::decode(&bytes).expect("controller"), 0);
+
+        assert_eq!(ControllerEpochZNode::encode(1), b"1");
+        assert_eq!(ControllerEpochZNode::decode(b"17").expect("epoch"), 17);
+        assert!(ControllerEpochZNode::decode(b" 1").is_err());
+
+        assert_eq!(
+            ConsumerOffset::path("g", "t", 2),
+            "/consumers/g/offsets/t/2"
+        );
+        assert_eq!(
+            ConsumerOffset::decode("g", "t", 2, &ConsumerOffset::encode(42)).expect("offset"),
+            42
+        );
+
+        let bytes = ClusterIdZNode::encode("AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(
+            text(bytes.clone()),
+            r#"{"version":"1","id":"AAAAAAAAAAAAAAAAAAAAAA"}"#
+        );
+        assert_eq!(
+            ClusterIdZNode::decode(&bytes).expect("id"),
+            "AAAAAAAAAAAAAAAAAAAAAA"
+        );
+        assert_eq!(DeleteTopicsTopicZNode::path("t"), "/admin/delete_topics/t");
+    }
+
+    /// Cluster ids are 22 characters of URL-safe base64 (RFC 4648 vectors
+    /// for the short tails).
+    #[test]
+    fn cluster_id_encoding() {
+        assert_eq!(
+            ClusterIdZNode::id_from_uuid([0; 16]),
+            "AAAAAAAAAAAAAAAAAAAAAA"
+        );
+        assert_eq!(
+            ClusterIdZNode::id_from_uuid([0xff; 16]),
+            "_____________________w"
+        );
+        assert_eq!(base64_url_no_pad(b"foob"), "Zm9vYg");
+        assert_eq!(base64_url_no_pad(b"fooba"), "Zm9vYmE");
+        assert_eq!(base64_url_no_pad(b"foobar"), "Zm9vYmFy");
+    }
+
+    /// ensure_paths creates every persistent path with its parents and is
+    /// idempotent.
+    #[test]
+    fn ensure_paths_is_idempotent() {
+        let store = EmbeddedStore::in_memory();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                ensure_paths(store.as_ref()).await.expect("first");
+                ensure_paths(store.as_ref()).await.expect("second");
+                for path in persistent_paths() {
+                    assert!(store.get(path).await.expect("get").is_some(), "{path}");
+                }
+                assert_eq!(
+                    store.children("/config").await.expect("children"),
+                    ["brokers", "changes", "clients", "topics", "users"]
+                );
+            });
+    }
+}

@@ -1,0 +1,154 @@
+//! Sockets: reading length-prefixed request frames and writing response
+//! frames, file regions included, with `sendfile(2)`.
+//!
+//! It knows nothing of Kafka messages (that is `protocol`) nor of actors
+//! (that is `actors/connection.rs`). A declared frame length is checked
+//! against `socket.request.max.bytes` before anything is allocated, and
+//! memory then grows only with the bytes that actually arrive.
+
+use std::io;
+use std::os::unix::io::AsRawFd;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+
+use crate::protocol::{ResponseChunk, ResponseFrame};
+
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("peer closed the connection")]
+    Closed,
+    #[error("frame length {0} is negative")]
+    NegativeLength(i32),
+    #[error("frame length {length} exceeds socket.request.max.bytes ({max})")]
+    TooLarge { length: usize, max: usize },
+    #[error("connection closed in the middle of a frame ({got} of {expected} bytes)")]
+    Truncated { got: usize, expected: usize },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Read one frame (without its length prefix). `Closed` when the peer
+/// closed cleanly between frames.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_bytes: usize,
+) -> Result<BytesMut, FrameError> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let declared = i32::from_be_bytes(prefix);
+    if declared < 0 {
+        return Err(FrameError::NegativeLength(declared));
+    }
+    let length = declared as usize;
+    if length > max_bytes {
+        return Err(FrameError::TooLarge {
+            length,
+            max: max_bytes,
+        });
+    }
+    let mut frame = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    while frame.len() < length {
+        let want = (length - frame.len()).min(READ_CHUNK_BYTES);
+        frame.reserve(want);
+        let n = (&mut *reader)
+            .take(want as u64)
+            .read_buf(&mut frame)
+            .await?;
+        if n == 0 {
+            return Err(FrameError::Truncated {
+                got: frame.len(),
+                expected: length,
+            });
+        }
+    }
+    Ok(frame)
+}
+
+/// Write a whole response frame: bytes with `write_all`, file regions with
+/// `sendfile` straight from the page cache.
+pub async fn write_frame(writer: &mut OwnedWriteHalf, frame: &ResponseFrame) -> io::Result<()> {
+    for chunk in &frame.chunks {
+        match chunk {
+            ResponseChunk::Bytes(bytes) => writer.write_all(bytes).await?,
+            ResponseChunk::Region(region) => {
+                let mut position = region.position as libc::off_t;
+                let end = region.position + region.length;
+                let stream = writer.as_ref();
+                while (position as u64) < end {
+                    stream.writable().await?;
+                    let remaining = (end - position as u64) as usize;
+                    let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+                        // SAFETY: both descriptors are open for the call; the
+                        // kernel writes `position` through the valid pointer.
+                        let n = unsafe {
+                            libc::sendfile(
+                                stream.as_raw_fd(),
+                                region.file.as_raw_fd(),
+                                &mut position,
+                                remaining,
+                            )
+                        };
+                        if n < 0 {
+                            Err(io::Error::last_os_error())
+                        } else {
+                            Ok(n as usize)
+                        }
+                    });
+                    match sent {
+                        Ok(0) => {
+                            // The file shrank under us (truncation): the
+                            // frame can no longer be completed honestly.
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "file region ended early",
+                            ));
+                        }
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames are read whole; bad prefixes are refused before allocating.
+    #[tokio::test(flavor = "current_thread")]
+    async fn reads_frames_and_refuses_bad_lengths() {
+        let mut input: &[u8] = &[0, 0, 0, 3, b'a', b'b', b'c', 0, 0];
+        assert_eq!(&read_frame(&mut input, 10).await.unwrap()[..], b"abc");
+        assert!(matches!(
+            read_frame(&mut input, 10).await,
+            Err(FrameError::Closed)
+        ));
+        let mut huge: &[u8] = &[0x7f, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_frame(&mut huge, 100).await,
+            Err(FrameError::TooLarge { .. })
+        ));
+        let mut negative: &[u8] = &[0xff, 0xff, 0xff, 0xfe];
+        assert!(matches!(
+            read_frame(&mut negative, 100).await,
+            Err(FrameError::NegativeLength(-2))
+        ));
+        let mut short: &[u8] = &[0, 0, 0, 9, 1, 2];
+        assert!(matches!(
+            read_frame(&mut short, 100).await,
+            Err(FrameError::Truncated { got: 2, .. })
+        ));
+    }
+}

@@ -1,0 +1,370 @@
+//! The embedded metadata store behaves as ZooKeeper does for everything the
+//! broker relies on (versions, NoNode/NodeExists/NotEmpty, sorted children,
+//! one-shot watches), survives a restart with exactly its persistent znodes,
+//! and the znode catalogue writes Kafka's bytes.
+
+use std::fs;
+use std::time::Duration;
+
+use ferrolog::metadata::znodes::TopicPartitionStateZNode;
+use ferrolog::metadata::{
+    CreateMode, EmbeddedStore, LeaderAndIsr, MetadataError, MetadataStore, WatchedEvent,
+};
+use ferrolog::topic_partition::TopicPartition;
+use tokio::sync::oneshot;
+
+const P: CreateMode = CreateMode::Persistent;
+const E: CreateMode = CreateMode::Ephemeral;
+
+/// Waits briefly for a watch; `None` if it did not fire.
+async fn fired(rx: &mut oneshot::Receiver<WatchedEvent>) -> Option<WatchedEvent> {
+    tokio::time::timeout(Duration::from_millis(50), rx)
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
+/// Persistent znodes (data and version) survive reopening the file;
+/// ephemeral ones vanish, as when a ZooKeeper session ends.
+#[tokio::test(flavor = "current_thread")]
+async fn persistent_znodes_survive_reopen_and_ephemeral_ones_do_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("meta.json");
+    {
+        let store = EmbeddedStore::open(&file).expect("open");
+        store
+            .create_recursive("/brokers/topics/t", b"{}".to_vec(), P)
+            .await
+            .expect("topic");
+        store
+            .set("/brokers/topics/t", b"{\"v\":1}".to_vec(), None)
+            .await
+            .expect("set");
+        store.create("/brokers/ids", vec![], P).await.expect("ids");
+        store
+            .create("/brokers/ids/0", b"reg".to_vec(), E)
+            .await
+            .expect("ephemeral");
+        store
+            .create("/binary", vec![0xff, 0x00, 0x80], P)
+            .await
+            .expect("binary");
+    }
+    let store = EmbeddedStore::open(&file).expect("reopen");
+    let (data, stat) = store
+        .get("/brokers/topics/t")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!((data.as_slice(), stat.version), (&b"{\"v\":1}"[..], 1));
+    assert_eq!(store.get("/brokers/ids/0").await.expect("get"), None);
+    assert!(store
+        .children("/brokers/ids")
+        .await
+        .expect("ids")
+        .is_empty());
+    assert_eq!(
+        store.children("/brokers").await.expect("brokers"),
+        ["ids", "topics"]
+    );
+    let (binary, _) = store.get("/binary").await.expect("get").expect("kept");
+    assert_eq!(binary, [0xff, 0x00, 0x80]);
+    let text = fs::read_to_string(&file).expect("read file");
+    assert!(text.contains("\"/brokers/topics/t\""), "{text}");
+    assert!(!text.contains("/brokers/ids/0"), "{text}");
+}
+
+/// Versions start at 0 and grow by one per set; a conditional set or
+/// delete with the wrong version is BadVersion and changes nothing.
+#[tokio::test(flavor = "current_thread")]
+async fn versions_and_bad_version() {
+    let store = EmbeddedStore::in_memory();
+    store.create("/a", b"0".to_vec(), P).await.expect("create");
+    assert_eq!(store.get("/a").await.expect("get").expect("a").1.version, 0);
+    assert_eq!(
+        store
+            .set("/a", b"1".to_vec(), Some(0))
+            .await
+            .expect("set")
+            .version,
+        1
+    );
+    assert_eq!(
+        store
+            .set("/a", b"2".to_vec(), None)
+            .await
+            .expect("set")
+            .version,
+        2
+    );
+    match store.set("/a", b"x".to_vec(), Some(1)).await {
+        Err(MetadataError::BadVersion {
+            path,
+            expected,
+            actual,
+        }) => assert_eq!((path.as_str(), expected, actual), ("/a", 1, 2)),
+        other => panic!("expected BadVersion, got {other:?}"),
+    }
+    assert!(matches!(
+        store.delete("/a", Some(0)).await,
+        Err(MetadataError::BadVersion { .. })
+    ));
+    assert_eq!(
+        store.get("/a").await.expect("get").expect("a").0,
+        b"2".to_vec()
+    );
+    store
+        .delete("/a", Some(2))
+        .await
+        .expect("delete at version");
+    assert_eq!(store.get("/a").await.expect("get"), None);
+}
+
+/// NoNode, NodeExists, NotEmpty and InvalidPath as ZooKeeper reports them;
+/// the recursive helpers fill in parents and clear subtrees.
+#[tokio::test(flavor = "current_thread")]
+async fn zookeeper_errors_and_recursive_helpers() {
+    let store = EmbeddedStore::in_memory();
+    assert!(matches!(
+        store.create("/a/b", vec![], P).await,
+        Err(MetadataError::NoNode(_))
+    ));
+    assert!(matches!(
+        store.set("/a", vec![], None).await,
+        Err(MetadataError::NoNode(_))
+    ));
+    assert!(matches!(
+        store.delete("/a", None).await,
+        Err(MetadataError::NoNode(_))
+    ));
+    assert!(matches!(
+        store.children("/a").await,
+        Err(MetadataError::NoNode(_))
+    ));
+    store
+        .create_recursive("/a/b/c", b"c".to_vec(), P)
+        .await
+        .expect("recursive");
+    assert_eq!(
+        store.get("/a/b").await.expect("get").expect("parent").0,
+        Vec::<u8>::new()
+    );
+    assert!(matches!(
+        store.create("/a/b/c", vec![], P).await,
+        Err(MetadataError::NodeExists(_))
+    ));
+    assert!(matches!(
+        store.create_recursive("/a/b/c", vec![], P).await,
+        Err(MetadataError::NodeExists(_))
+    ));
+    assert!(matches!(
+        store.delete("/a/b", None).await,
+        Err(MetadataError::NotEmpty(_))
+    ));
+    for bad in ["a", "/a/", "//a", "/a/../b"] {
+        assert!(
+            matches!(store.get(bad).await, Err(MetadataError::InvalidPath(_))),
+            "{bad}"
+        );
+    }
+    store.delete_recursive("/a").await.expect("delete subtree");
+    assert_eq!(store.get("/a").await.expect("get"), None);
+    store
+        .delete_recursive("/a")
+        .await
+        .expect("already gone is fine");
+}
+
+/// Children come back as names in sorted order, whatever the creation
+/// order, ephemeral ones included.
+#[tokio::test(flavor = "current_thread")]
+async fn children_are_sorted_names() {
+    let store = EmbeddedStore::in_memory();
+    store.create("/ids", vec![], P).await.expect("ids");
+    for id in ["10", "2", "1", "b", "a"] {
+        store
+            .create(&format!("/ids/{id}"), vec![], E)
+            .await
+            .expect("child");
+    }
+    assert_eq!(
+        store.children("/ids").await.expect("children"),
+        ["1", "10", "2", "a", "b"]
+    );
+    assert_eq!(store.children("/").await.expect("root"), ["ids"]);
+}
+
+/// A watch fires exactly once, for data changes, child changes, deletion
+/// and creation, and must be registered again to see the next change.
+#[tokio::test(flavor = "current_thread")]
+async fn watches_fire_once() {
+    let store = EmbeddedStore::in_memory();
+
+    let mut created = store.watch("/w").await.expect("watch");
+    store.create("/w", vec![], P).await.expect("create");
+    assert_eq!(
+        fired(&mut created).await,
+        Some(WatchedEvent::NodeCreated("/w".to_owned()))
+    );
+
+    let mut data = store.watch("/w").await.expect("watch");
+    store.set("/w", b"1".to_vec(), None).await.expect("set");
+    assert_eq!(
+        fired(&mut data).await,
+        Some(WatchedEvent::NodeDataChanged("/w".to_owned()))
+    );
+    // One-shot: a second change is not delivered on a fired watch, and a
+    // fresh watch sees only the next change.
+    let mut again = store.watch("/w").await.expect("watch");
+    store.set("/w", b"2".to_vec(), None).await.expect("set");
+    store.set("/w", b"3".to_vec(), None).await.expect("set");
+    assert_eq!(
+        fired(&mut again).await,
+        Some(WatchedEvent::NodeDataChanged("/w".to_owned()))
+    );
+
+    let mut children = store.watch("/w").await.expect("watch");
+    store.create("/w/c", vec![], E).await.expect("child");
+    assert_eq!(
+        fired(&mut children).await,
+        Some(WatchedEvent::NodeChildrenChanged("/w".to_owned()))
+    );
+
+    let mut child_gone = store.watch("/w/c").await.expect("watch");
+    let mut parent = store.watch("/w").await.expect("watch");
+    store.delete("/w/c", None).await.expect("delete child");
+    assert_eq!(
+        fired(&mut child_gone).await,
+        Some(WatchedEvent::NodeDeleted("/w/c".to_owned()))
+    );
+    assert_eq!(
+        fired(&mut parent).await,
+        Some(WatchedEvent::NodeChildrenChanged("/w".to_owned()))
+    );
+
+    let mut deleted = store.watch("/w").await.expect("watch");
+    let mut unrelated = store.watch("/other").await.expect("watch");
+    store.delete("/w", None).await.expect("delete");
+    assert_eq!(
+        fired(&mut deleted).await,
+        Some(WatchedEvent::NodeDeleted("/w".to_owned()))
+    );
+    assert_eq!(fired(&mut unrelated).await, None);
+}
+
+/// A failed operation fires no watch.
+#[tokio::test(flavor = "current_thread")]
+async fn failed_operations_fire_no_watch() {
+    let store = EmbeddedStore::in_memory();
+    store.create("/a", vec![], P).await.expect("create");
+    let mut rx = store.watch("/a").await.expect("watch");
+    assert!(store.set("/a", vec![], Some(7)).await.is_err());
+    assert!(store.create("/a", vec![], P).await.is_err());
+    assert_eq!(fired(&mut rx).await, None);
+}
+
+/// Expiring the session deletes ephemeral znodes and fires their watches,
+/// as a broker's registration disappearing does for the controller.
+#[tokio::test(flavor = "current_thread")]
+async fn session_expiry_removes_ephemerals_and_fires_watches() {
+    let store = EmbeddedStore::in_memory();
+    store
+        .create_recursive("/brokers/ids/1", b"r".to_vec(), E)
+        .await
+        .expect("register");
+    let mut ids = store.watch("/brokers/ids").await.expect("watch");
+    store.expire_session().expect("expire");
+    assert_eq!(
+        fired(&mut ids).await,
+        Some(WatchedEvent::NodeChildrenChanged("/brokers/ids".to_owned()))
+    );
+    assert!(store
+        .children("/brokers/ids")
+        .await
+        .expect("ids")
+        .is_empty());
+}
+
+/// A leftover temp file from an interrupted write is discarded on open and
+/// the last complete file is what loads.
+#[tokio::test(flavor = "current_thread")]
+async fn leftover_tmp_file_does_not_break_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("meta.json");
+    {
+        let store = EmbeddedStore::open(&file).expect("open");
+        store
+            .create("/kept", b"1".to_vec(), P)
+            .await
+            .expect("create");
+    }
+    let tmp = dir.path().join("meta.json.tmp");
+    fs::write(&tmp, b"{\"version\":1,\"nodes\":{\"/half").expect("torn tmp");
+    let store = EmbeddedStore::open(&file).expect("open despite tmp");
+    assert!(store.get("/kept").await.expect("get").is_some());
+    assert!(!tmp.exists());
+}
+
+/// A corrupt store file is refused with Corrupt naming the file, not
+/// replaced by an empty tree.
+#[tokio::test(flavor = "current_thread")]
+async fn corrupt_file_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("meta.json");
+    fs::write(&file, b"{\"version\":1,\"nodes\":").expect("write");
+    match EmbeddedStore::open(&file) {
+        Err(MetadataError::Corrupt { what, .. }) => assert!(what.contains("meta.json")),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(
+        fs::read(&file).expect("read"),
+        b"{\"version\":1,\"nodes\":",
+        "left untouched"
+    );
+}
+
+/// The partition state znode quoted from a real cluster decodes and
+/// re-encodes to the same bytes, key order included.
+#[tokio::test(flavor = "current_thread")]
+async fn partition_state_matches_kafka_bytes() {
+    let seed = r#"{"controller_epoch":9,"leader":5,"version":1,"leader_epoch":26,"isr":[5]}"#;
+    let tp = TopicPartition::new("testtopic", 0);
+    let state = TopicPartitionStateZNode::decode(&tp, seed.as_bytes()).expect("decode");
+    assert_eq!(
+        state,
+        LeaderAndIsr {
+            leader: 5,
+            leader_epoch: 26,
+            isr: vec![5],
+            controller_epoch: 9
+        }
+    );
+    assert_eq!(TopicPartitionStateZNode::encode(&state), seed.as_bytes());
+
+    // And it travels through the store unchanged.
+    let store = EmbeddedStore::in_memory();
+    let path = TopicPartitionStateZNode::path(&tp);
+    store
+        .create_recursive(&path, TopicPartitionStateZNode::encode(&state), P)
+        .await
+        .expect("create");
+    let (bytes, _) = store.get(&path).await.expect("get").expect("state");
+    assert_eq!(bytes, seed.as_bytes());
+}
+
+/// The store is usable as a trait object shared across tasks.
+#[tokio::test(flavor = "current_thread")]
+async fn usable_as_shared_trait_object() {
+    let store: std::sync::Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+    ferrolog::metadata::ensure_paths(store.as_ref())
+        .await
+        .expect("paths");
+    let other = store.clone();
+    let task = tokio::spawn(async move {
+        other
+            .create("/brokers/ids/7", b"r".to_vec(), CreateMode::Ephemeral)
+            .await
+    });
+    task.await.expect("join").expect("create from a task");
+    assert_eq!(store.children("/brokers/ids").await.expect("ids"), ["7"]);
+}
