@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use bytes::BytesMut;
+use bytes::Bytes;
 use tokio::sync::Semaphore;
 
 use crate::clock::SharedClock;
@@ -395,7 +395,7 @@ macro_rules! forwarded_message {
 
 forwarded_message!(
     /// Validate, assign offsets to and append a producer's record set.
-    Append { records: BytesMut } -> AppendInfo,
+    Append { records: Bytes } -> AppendInfo,
     |m| ShardCommand::Append { tp: m.tp, records: m.records },
     ShardReply::Appended(info) => info
 );

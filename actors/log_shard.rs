@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use actix::prelude::*;
-use bytes::BytesMut;
+use bytes::Bytes;
 
 use crate::clock::SharedClock;
 use crate::storage::{
@@ -56,7 +56,7 @@ pub enum ShardCommand {
     },
     Append {
         tp: TopicPartition,
-        records: BytesMut,
+        records: Bytes,
     },
     Read {
         tp: TopicPartition,

@@ -9,7 +9,7 @@
 //! watermark to consumers.
 
 use actix::prelude::*;
-use bytes::BytesMut;
+use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
@@ -84,7 +84,7 @@ impl Actor for PartitionActor {
 /// replication exists).
 #[derive(Debug)]
 pub struct AppendRecords {
-    pub records: BytesMut,
+    pub records: Bytes,
 }
 
 impl Message for AppendRecords {

@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
 # Runs every test ferrolog has, on a fresh Debian machine as on a developer's.
-# Installs what the tests need when it is missing, then: format check, clippy,
-# the whole cargo test suite.
+# Installs what the tests need when it is missing (a C toolchain and make for
+# librdkafka, which the rdkafka crate builds from source; kcat; the Python
+# clients kafka-python and confluent-kafka), then: format check, clippy, and
+# the whole cargo test suite (unit, integration with real clients and real
+# broker processes, SIGKILL crash tests, decoder fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v cc >/dev/null || need_apt+=(build-essential)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+apt_missing=()
+command -v cc >/dev/null || apt_missing+=(build-essential)
+command -v make >/dev/null || apt_missing+=(make)
+command -v perl >/dev/null || apt_missing+=(perl)
+command -v kcat >/dev/null || apt_missing+=(kcat)
+command -v python3 >/dev/null || apt_missing+=(python3 python3-pip)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  echo "== installing ${apt_missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${apt_missing[@]}"
+fi
+if ! python3 -c 'import kafka, confluent_kafka' 2>/dev/null; then
+  echo "== installing the Python Kafka clients"
+  python3 -m pip install -q 'kafka-python>=2.0' 'confluent-kafka>=2.3' \
+    || python3 -m pip install -q --break-system-packages 'kafka-python>=2.0' 'confluent-kafka>=2.3'
 fi
 if ! command -v cargo >/dev/null; then
   echo "cargo is required (rustup)" >&2
@@ -22,4 +37,5 @@ echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --all-targets
-# Benches are compiled above by --all-targets; run them with `cargo bench`.
+# Benchmarks are compiled above by --all-targets; run them with
+# `cargo bench --bench storage` and `bench/run.sh`.

@@ -3,10 +3,16 @@
 //!
 //! # Layout
 //! - `storage`: partition logs, segments, indexes, checkpoints, recovery (no actix).
+//! - `protocol`: Kafka wire protocol glue over `kafka-protocol`; zero-copy responses.
+//! - `net`: request frames in, response frames out (`sendfile`).
+//! - `api`: one file per Kafka API, and the broker context handlers use.
+//! - `metadata`: the metadata store trait, the embedded store, the znode catalogue.
+//! - `cluster`: the metadata cache Metadata requests read.
 //! - `config`: `server.properties` loading with Kafka's names and defaults.
-//! - `topic_partition`: the name of a partition.
-//! - `actors` (the top-level `actors/` folder): the shared log actor and the
-//!   supervisor; one actor per file.
+//! - `broker`: `Broker::start`, the one entry point.
+//! - `clock`, `topic_partition`: injected time; partition names.
+//! - `actors` (the top-level `actors/` folder): acceptor, connection,
+//!   controller, partition, log actor and shards, supervision.
 //!
 //! `ARCHITECTURE.md` at the repository root is the map.
 

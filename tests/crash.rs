@@ -87,7 +87,7 @@ fn writer_child() {
                 .log
                 .send(Append {
                     tp: tp(),
-                    records: batch(n),
+                    records: batch(n).freeze(),
                 })
                 .await
                 .unwrap()

@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use ferrolog::actors::log::{
     Append, Close, CreateLog, GetLogOffsets, LogActor, LogActorConfig, LogActorError, Read,
     RetentionTick, Roll,
@@ -58,7 +57,7 @@ fn concurrent_appends_keep_per_partition_order() {
             for tp in &tps {
                 let send = log.send(Append {
                     tp: tp.clone(),
-                    records: BytesMut::from(&batch[..]),
+                    records: bytes::Bytes::copy_from_slice(&batch[..]),
                 });
                 sends.push((tp.clone(), round, send));
             }
@@ -115,7 +114,7 @@ fn placement_and_clean_restart() {
             for _ in 0..=p {
                 log.send(Append {
                     tp: tp.clone(),
-                    records: BytesMut::from(&batch_v2(2, 10, Compression::Lz4)[..]),
+                    records: bytes::Bytes::copy_from_slice(&batch_v2(2, 10, Compression::Lz4)[..]),
                 })
                 .await
                 .unwrap()
@@ -194,7 +193,7 @@ fn retention_by_time_on_a_manual_clock() {
             let batch = batch_v2_at(4, 200, 1_000_000 + i * 1000);
             log.send(Append {
                 tp: tp.clone(),
-                records: BytesMut::from(&batch[..]),
+                records: bytes::Bytes::copy_from_slice(&batch[..]),
             })
             .await
             .unwrap()
@@ -260,7 +259,7 @@ fn a_failing_partition_goes_offline_alone() {
             .unwrap();
             log.send(Append {
                 tp: tp.clone(),
-                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+                records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
             })
             .await
             .unwrap()
@@ -275,7 +274,7 @@ fn a_failing_partition_goes_offline_alone() {
         let again = log
             .send(Append {
                 tp: doomed.clone(),
-                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+                records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
             })
             .await
             .unwrap();
@@ -283,7 +282,7 @@ fn a_failing_partition_goes_offline_alone() {
         let info = log
             .send(Append {
                 tp: healthy.clone(),
-                records: BytesMut::from(&batch_v2(1, 10, Compression::None)[..]),
+                records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
             })
             .await
             .unwrap()

@@ -4,7 +4,6 @@
 //! replica, every ISR member has it then); other acks values get
 //! INVALID_REQUIRED_ACKS.
 
-use bytes::BytesMut;
 use futures_util::future::join_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -48,9 +47,7 @@ pub async fn handle(
                 let Some(handle) = ctx.partition(&tp) else {
                     return response.with_error_code(ResponseError::UnknownTopicOrPartition.code());
                 };
-                let append = handle.addr.send(AppendRecords {
-                    records: BytesMut::from(&records[..]),
-                });
+                let append = handle.addr.send(AppendRecords { records });
                 match append.await {
                     Ok(Ok((info, log_start_offset))) => response
                         .with_base_offset(info.first_offset)

@@ -228,12 +228,17 @@ pub struct EntryMeta {
     /// Byte position inside the record set.
     pub position: usize,
     pub size: usize,
+    /// What the entry's first 8 bytes (its offset field) must say on disk.
+    pub offset_field: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
 }
 
-/// A producer's record set after validation and offset assignment, ready to
-/// be appended as is.
+/// A producer's record set after validation and offset assignment.
+///
+/// The offsets are not written into `bytes` (which may be shared with the
+/// request buffer): whoever writes the entries puts each entry's
+/// `offset_field` in place of its first 8 bytes. See [`AssignedRecords::chunks`].
 #[derive(Debug, Clone)]
 pub struct AssignedRecords {
     pub bytes: Bytes,
@@ -249,16 +254,20 @@ pub struct AssignedRecords {
 /// Validate every entry of a produced record set, then give its records the
 /// offsets `next_offset..`, stamping LogAppendTime when the topic asks for it.
 pub fn assign_offsets(
-    mut records: BytesMut,
+    records: impl Into<Bytes>,
     next_offset: i64,
     now_ms: i64,
     timestamp_type: TimestampType,
     max_message_bytes: u64,
 ) -> Result<AssignedRecords, BatchError> {
+    let records: Bytes = records.into();
     if records.is_empty() {
         return Err(BatchError::Empty);
     }
     let append_time = (timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
+    // Only LogAppendTime rewrites bytes inside the CRC; then, and only then,
+    // the record set is copied.
+    let mut stamped: Option<BytesMut> = append_time.map(|_| BytesMut::from(&records[..]));
     let mut position = 0;
     let mut offset = next_offset;
     let mut entries = Vec::new();
@@ -271,20 +280,16 @@ pub fn assign_offsets(
                 max: max_message_bytes,
             });
         }
-        let entry = &mut records[position..position + header.size];
         let count = match header.magic {
             2 => {
-                let count = header.last_offset - header.offset_field + 1;
-                write_i64(entry, 0, offset);
-                if let Some(now) = append_time {
-                    stamp_v2_append_time(entry, now);
+                if let (Some(now), Some(copy)) = (append_time, stamped.as_mut()) {
+                    stamp_v2_append_time(&mut copy[position..position + header.size], now);
                 }
-                count
+                header.last_offset - header.offset_field + 1
             }
             _ if header.compression == 0 => {
-                write_i64(entry, 0, offset);
-                if let (Some(now), 1) = (append_time, header.magic) {
-                    stamp_v1_append_time(entry, now);
+                if let (Some(now), Some(copy), 1) = (append_time, stamped.as_mut(), header.magic) {
+                    stamp_v1_append_time(&mut copy[position..position + header.size], now);
                 }
                 1
             }
@@ -300,18 +305,24 @@ pub fn assign_offsets(
             _ => header.max_timestamp,
         };
         max_timestamp = max_timestamp.max(entry_ts);
+        let last_offset = offset + count - 1;
         entries.push(EntryMeta {
             position,
             size: header.size,
-            last_offset: offset + count - 1,
+            // A legacy message's offset field is its (last) offset.
+            offset_field: if header.magic == 2 {
+                offset
+            } else {
+                last_offset
+            },
+            last_offset,
             max_timestamp: entry_ts,
         });
         offset += count;
         position += header.size;
     }
-    let bytes = records.freeze();
     Ok(AssignedRecords {
-        bytes,
+        bytes: stamped.map_or(records, BytesMut::freeze),
         first_offset: next_offset,
         last_offset: offset - 1,
         record_count: (offset - next_offset) as u64,
@@ -319,6 +330,33 @@ pub fn assign_offsets(
         log_append_time: append_time,
         entries,
     })
+}
+
+impl AssignedRecords {
+    /// The bytes to write, in order: for each entry its new offset field,
+    /// then the rest of the entry, borrowed from `bytes` (no copy).
+    pub fn chunks<'a>(&'a self, offset_fields: &'a [[u8; 8]]) -> Vec<&'a [u8]> {
+        let mut chunks = Vec::with_capacity(self.entries.len() * 2);
+        for (entry, field) in self.entries.iter().zip(offset_fields) {
+            chunks.push(&field[..]);
+            chunks.push(&self.bytes[entry.position + 8..entry.position + entry.size]);
+        }
+        chunks
+    }
+
+    /// The entries' offset fields, big-endian, for [`AssignedRecords::chunks`].
+    pub fn offset_fields(&self) -> Vec<[u8; 8]> {
+        self.entries
+            .iter()
+            .map(|e| e.offset_field.to_be_bytes())
+            .collect()
+    }
+
+    /// The entries exactly as they go to disk (tests and tools).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let fields = self.offset_fields();
+        self.chunks(&fields).concat()
+    }
 }
 
 /// Decode every record of one entry (any magic, any codec). Used for lookups
@@ -364,12 +402,12 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
     read_i32(bytes, at) as u32
 }
 
-fn read_i16(bytes: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([bytes[at], bytes[at + 1]])
-}
-
 fn write_i64(bytes: &mut [u8], at: usize, value: i64) {
     bytes[at..at + 8].copy_from_slice(&value.to_be_bytes());
+}
+
+fn read_i16(bytes: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([bytes[at], bytes[at + 1]])
 }
 
 #[cfg(test)]
@@ -396,9 +434,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!((assigned.first_offset, assigned.last_offset), (42, 44));
-        assert_eq!(&assigned.bytes[8..], &batch[8..]);
-        assert_eq!(read_i64(&assigned.bytes, 0), 42);
-        validate_entry(&assigned.bytes, 0).unwrap();
+        let written = assigned.to_vec();
+        assert_eq!(&written[8..], &batch[8..]);
+        assert_eq!(read_i64(&written, 0), 42);
+        validate_entry(&written, 0).unwrap();
     }
 
     /// LogAppendTime rewrites the max timestamp and keeps the CRC valid.
@@ -413,7 +452,7 @@ mod tests {
             1 << 20,
         )
         .unwrap();
-        let header = validate_entry(&assigned.bytes, 0).unwrap();
+        let header = validate_entry(&assigned.to_vec(), 0).unwrap();
         assert!(header.log_append_time);
         assert_eq!(header.max_timestamp, 777);
     }
@@ -466,7 +505,8 @@ mod tests {
             )
             .unwrap();
             assert_eq!(assigned.last_offset, 12, "magic {magic}");
-            let records = RecordBatchDecoder::decode_all(&mut assigned.bytes.clone()).unwrap();
+            let records =
+                RecordBatchDecoder::decode_all(&mut Bytes::from(assigned.to_vec())).unwrap();
             let offsets: Vec<i64> = records
                 .iter()
                 .flat_map(|s| s.records.iter().map(|r| r.offset))

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use bytes::BytesMut;
+use bytes::Bytes;
 
 use super::batch;
 use super::config::LogConfig;
@@ -186,7 +186,11 @@ impl PartitionLog {
     }
 
     /// Validate a producer's record set, give it offsets and append it.
-    pub fn append(&mut self, records: BytesMut, now_ms: i64) -> Result<AppendInfo, LogError> {
+    pub fn append(
+        &mut self,
+        records: impl Into<Bytes>,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
         let assigned = batch::assign_offsets(
             records,
             self.log_end_offset(),
@@ -598,6 +602,7 @@ mod tests {
     use super::*;
     use crate::storage::testing::{batch_v2, batch_v2_at};
     use crate::storage::TimestampType;
+    use bytes::BytesMut;
     use kafka_protocol::records::Compression;
 
     fn tp() -> TopicPartition {

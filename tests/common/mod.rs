@@ -1,0 +1,180 @@
+//! Test fixtures shared by the integration tests: a real `ferrolog` broker
+//! process on 127.0.0.1 with a port of its own and a temporary `log.dirs`,
+//! that tests can SIGKILL, SIGTERM and restart on the same data.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A broker process. Dropping it SIGKILLs the process.
+pub struct BrokerProcess {
+    child: Child,
+    /// `127.0.0.1:<port>`.
+    pub bootstrap: String,
+    pub log_dir: PathBuf,
+    /// Every stderr line so far (the broker logs there).
+    lines: mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+    overrides: Vec<String>,
+}
+
+impl BrokerProcess {
+    /// Start a broker on `log_dir` with `overrides` (`key=value`) on top of
+    /// the shipped `config/server.properties`.
+    pub fn start(log_dir: &Path, overrides: &[&str]) -> BrokerProcess {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Self::start_owned(log_dir, overrides)
+    }
+
+    fn start_owned(log_dir: &Path, overrides: Vec<String>) -> BrokerProcess {
+        let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ferrolog"));
+        command
+            .args(["--config", config])
+            .args(["--override", &format!("log.dirs={}", log_dir.display())])
+            .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"]);
+        for o in &overrides {
+            command.args(["--override", o]);
+        }
+        let mut child = command
+            .env("RUST_LOG", std::env::var("FERROLOG_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the ferrolog binary starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if std::env::var("FERROLOG_TEST_ECHO").is_ok() {
+                    eprintln!("[broker] {line}");
+                }
+                // Keep draining even when nobody listens any more.
+                let _ = tx.send(line);
+            }
+        });
+        let mut broker = BrokerProcess {
+            child,
+            bootstrap: String::new(),
+            log_dir: log_dir.to_path_buf(),
+            lines,
+            seen: Vec::new(),
+            overrides,
+        };
+        let line = broker.wait_for_line("started: listening on", Duration::from_secs(60));
+        let address = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .expect("the start line names the address");
+        broker.bootstrap = address.to_string();
+        broker
+    }
+
+    /// Wait (bounded) for a stderr line containing `needle`.
+    pub fn wait_for_line(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
+        while Instant::now() < deadline {
+            match self.lines.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Ok(Some(status)) = self.child.try_wait() {
+                        panic!("the broker exited ({status}) before logging {needle:?}: {:?}", self.seen);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        panic!("the broker did not log {needle:?} within {timeout:?}: {:?}", self.seen);
+    }
+
+    /// Lines logged so far.
+    pub fn log_lines(&mut self) -> Vec<String> {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        self.seen.clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, as a crash.
+    pub fn kill(mut self) -> PathBuf {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log_dir.clone()
+    }
+
+    /// SIGTERM and wait for a clean exit; panics if the exit is not 0.
+    pub fn terminate(mut self) -> PathBuf {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(status.success(), "broker exited with {status}: {:?}", self.log_lines());
+                return self.log_dir.clone();
+            }
+            assert!(Instant::now() < deadline, "broker did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Start again on the same log dir with the same overrides.
+    pub fn restart_on(log_dir: &Path, overrides: &[&str]) -> BrokerProcess {
+        Self::start(log_dir, overrides)
+    }
+
+    /// Peak resident memory (VmHWM) and current (VmRSS), in KiB.
+    pub fn memory_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmHWM:"), field("VmRSS:"))
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Fail loudly when a tool the tests rely on is missing: scripts/test.sh
+/// installs them, so a missing one is a broken setup, not a reason to skip.
+pub fn require_tool(tool: &str) -> PathBuf {
+    let output = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .expect("sh runs");
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    assert!(
+        !path.is_empty(),
+        "{tool} is not installed; run ./scripts/test.sh, which installs it"
+    );
+    PathBuf::from(path)
+}
