@@ -10,7 +10,9 @@
 
 pub mod acceptor;
 pub mod connection;
+pub mod consumer_group;
 pub mod controller;
+pub mod group_coordinator;
 pub mod log;
 pub mod log_shard;
 pub mod partition;

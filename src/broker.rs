@@ -14,6 +14,7 @@ use actix::prelude::*;
 
 use crate::actors::acceptor::{Acceptor, StopAccepting};
 use crate::actors::controller::{AdvertisedEndpoint, Controller, StopPartitions, TopicError};
+use crate::actors::group_coordinator::{CoordinatorConfig, GroupCoordinator};
 use crate::actors::log::{Close, LoadedLog, LogActor, LogActorConfig, LogActorError};
 use crate::actors::partition::PartitionRegistry;
 use crate::api::BrokerContext;
@@ -74,7 +75,8 @@ impl Broker {
                     .into(),
             ));
         }
-        let (log, loaded) = LogActor::start(LogActorConfig::from_broker(&config), clock).await?;
+        let (log, loaded) =
+            LogActor::start(LogActorConfig::from_broker(&config), clock.clone()).await?;
         let store = open_embedded_store(&config)?;
         let listener = config
             .listeners
@@ -107,13 +109,24 @@ impl Broker {
             advertised.clone(),
         )
         .await?;
+        let groups = GroupCoordinator::new(
+            CoordinatorConfig::from_broker(&config),
+            config.broker_id.max(0),
+            controller.clone(),
+            partitions.clone(),
+            cache.clone(),
+            clock.clone(),
+        )
+        .start();
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             broker_id: config.broker_id.max(0),
             log: log.clone(),
             controller: controller.clone(),
+            groups,
             partitions,
             metadata: cache,
+            clock: clock.clone(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -21,6 +21,7 @@ pub mod broker;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod group;
 pub mod metadata;
 pub mod net;
 pub mod protocol;

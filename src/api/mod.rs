@@ -10,13 +10,24 @@ pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::sync::Arc;
 
@@ -25,7 +36,9 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
 use crate::actors::controller::Controller;
+use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
 use crate::actors::log::{LogActor, LogActorError};
 use crate::actors::partition::{PartitionHandle, PartitionRegistry};
 use crate::cluster::MetadataCache;
@@ -41,14 +54,37 @@ pub struct BrokerContext {
     pub broker_id: i32,
     pub log: Addr<LogActor>,
     pub controller: Addr<Controller>,
+    pub groups: Addr<GroupCoordinator>,
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,
+    pub clock: crate::clock::SharedClock,
 }
 
 impl BrokerContext {
     pub fn partition(&self, tp: &TopicPartition) -> Option<PartitionHandle> {
         self.partitions.get(tp)
     }
+}
+
+/// Send `command` to the group's actor through the coordinator. `Ok(None)`:
+/// the group does not exist (and `create` was false).
+pub async fn ask_group(
+    ctx: &BrokerContext,
+    group_id: &str,
+    command: GroupCommand,
+    create: bool,
+) -> Result<Option<GroupReply>, i16> {
+    if group_id.is_empty() {
+        return Err(ResponseError::InvalidGroupId.code());
+    }
+    ctx.groups
+        .send(ForGroup {
+            group_id: group_id.to_string(),
+            command,
+            create,
+        })
+        .await
+        .unwrap_or(Err(ResponseError::CoordinatorNotAvailable.code()))
 }
 
 /// Answer one request. `Ok(None)` means no response is due (produce with
@@ -60,6 +96,12 @@ pub async fn handle(
     let api = frame.api;
     let version = frame.version();
     let correlation_id = frame.correlation_id();
+    let client_id = frame
+        .header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
     let respond = |response: &dyn ErasedResponse, regions: Vec<FileRegion>| {
         response.encode_frame(api, version, correlation_id, regions)
     };
@@ -105,6 +147,48 @@ pub async fn handle(
         }
         Request::DeleteRecords(request) => {
             respond(&delete_records::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::FindCoordinator(request) => respond(
+            &find_coordinator::handle(ctx, *request, version).await,
+            Vec::new(),
+        )
+        .map(Some),
+        Request::JoinGroup(request) => respond(
+            &join_group::handle(ctx, *request, version, &client_id).await,
+            Vec::new(),
+        )
+        .map(Some),
+        Request::SyncGroup(request) => {
+            respond(&sync_group::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::Heartbeat(request) => {
+            respond(&heartbeat::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::LeaveGroup(request) => respond(
+            &leave_group::handle(ctx, *request, version).await,
+            Vec::new(),
+        )
+        .map(Some),
+        Request::OffsetCommit(request) => {
+            let now = ctx.clock.now_ms();
+            respond(&offset_commit::handle(ctx, *request, now).await, Vec::new()).map(Some)
+        }
+        Request::OffsetFetch(request) => respond(
+            &offset_fetch::handle(ctx, *request, version).await,
+            Vec::new(),
+        )
+        .map(Some),
+        Request::OffsetDelete(request) => {
+            respond(&offset_delete::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::ListGroups(request) => {
+            respond(&list_groups::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::DescribeGroups(request) => {
+            respond(&describe_groups::handle(ctx, *request).await, Vec::new()).map(Some)
+        }
+        Request::DeleteGroups(request) => {
+            respond(&delete_groups::handle(ctx, *request).await, Vec::new()).map(Some)
         }
         Request::DescribeCluster(request) => {
             respond(&describe_cluster::handle(ctx, *request), Vec::new()).map(Some)

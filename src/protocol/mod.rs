@@ -37,12 +37,6 @@ pub enum ProtocolError {
         version: i16,
         reason: String,
     },
-    #[error("{api:?} v{version} left {left} bytes undecoded")]
-    TrailingBytes {
-        api: ApiKey,
-        version: i16,
-        left: usize,
-    },
     #[error("cannot encode the response: {0}")]
     Encode(String),
 }
@@ -77,14 +71,25 @@ implemented_apis! {
     Fetch(FetchRequest) = Fetch, 0..=12;
     ListOffsets(ListOffsetsRequest) = ListOffsets, 0..=7;
     Metadata(MetadataRequest) = Metadata, 0..=12;
+    OffsetCommit(OffsetCommitRequest) = OffsetCommit, 0..=8;
+    OffsetFetch(OffsetFetchRequest) = OffsetFetch, 0..=8;
+    FindCoordinator(FindCoordinatorRequest) = FindCoordinator, 0..=4;
+    JoinGroup(JoinGroupRequest) = JoinGroup, 0..=7;
+    Heartbeat(HeartbeatRequest) = Heartbeat, 0..=4;
+    LeaveGroup(LeaveGroupRequest) = LeaveGroup, 0..=4;
+    SyncGroup(SyncGroupRequest) = SyncGroup, 0..=5;
+    DescribeGroups(DescribeGroupsRequest) = DescribeGroups, 0..=5;
+    ListGroups(ListGroupsRequest) = ListGroups, 0..=4;
     ApiVersions(ApiVersionsRequest) = ApiVersions, 0..=3;
     CreateTopics(CreateTopicsRequest) = CreateTopics, 0..=7;
     DeleteTopics(DeleteTopicsRequest) = DeleteTopics, 0..=6;
     DeleteRecords(DeleteRecordsRequest) = DeleteRecords, 0..=2;
+    DeleteGroups(DeleteGroupsRequest) = DeleteGroups, 0..=2;
     DescribeConfigs(DescribeConfigsRequest) = DescribeConfigs, 0..=4;
     AlterConfigs(AlterConfigsRequest) = AlterConfigs, 0..=2;
     CreatePartitions(CreatePartitionsRequest) = CreatePartitions, 0..=3;
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest) = IncrementalAlterConfigs, 0..=1;
+    OffsetDelete(OffsetDeleteRequest) = OffsetDelete, 0..=0;
     DescribeCluster(DescribeClusterRequest) = DescribeCluster, 0..=1;
 }
 
@@ -140,11 +145,13 @@ pub fn decode_request(frame: Bytes) -> Result<RequestFrame, ProtocolError> {
         })?;
     let body = decode_body(api, version, &mut buf)?;
     if buf.has_remaining() {
-        return Err(ProtocolError::TrailingBytes {
-            api,
-            version,
-            left: buf.remaining(),
-        });
+        // Kafka ignores bytes after the body, and clients rely on it:
+        // librdkafka (2.x) sends an all-topics Metadata v9+ request with
+        // three stray bytes after the null topics array.
+        log::debug!(
+            "{api:?} v{version} left {} bytes undecoded; ignored",
+            buf.remaining()
+        );
     }
     Ok(RequestFrame { header, api, body })
 }
@@ -278,6 +285,27 @@ mod tests {
             decode_request(Bytes::from(bytes[4..].to_vec())),
             Err(ProtocolError::UnknownApiKey(999))
         ));
+    }
+
+    /// librdkafka 2.x asks for every topic with Metadata v12 whose null
+    /// topics array is followed by three stray zero bytes; Kafka ignores
+    /// bytes after the body, so ferrolog must too.
+    #[test]
+    fn ignores_bytes_after_the_body_like_kafka() {
+        let frame = hex_bytes("0003000c00000003000772646b61666b610000000000010000");
+        let decoded = decode_request(Bytes::from(frame)).unwrap();
+        assert_eq!(decoded.correlation_id(), 3);
+        match decoded.body {
+            Request::Metadata(request) => assert!(request.topics.is_none()),
+            other => panic!("decoded as {other:?}"),
+        }
+    }
+
+    fn hex_bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// A Metadata v0 frame declaring 50 million topics is refused without

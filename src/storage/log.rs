@@ -174,7 +174,13 @@ impl PartitionLog {
         report.segments = log.segments.len();
         if report.recovered_segments > 0 {
             log.flush(now_ms)?;
-            log::info!(
+            let level = if report.bytes_scanned > 0 || report.truncated_bytes > 0 {
+                log::Level::Info
+            } else {
+                log::Level::Debug
+            };
+            log::log!(
+                level,
                 "{}: recovered {} segment(s), {} bytes scanned, {} bytes truncated, log end offset {leo}",
                 log.tp,
                 report.recovered_segments,

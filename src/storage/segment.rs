@@ -388,7 +388,9 @@ impl Segment {
     /// The first entry whose last offset is at or past `offset`, with its
     /// position, and the last offset of the entry before it.
     pub fn find_entry(&self, offset: i64) -> Result<EntryLookup, LogError> {
-        let (indexed_offset, mut position) = self.offset_index.lookup(offset);
+        // Start at an entry ending before `offset`, so the scan always sees
+        // the entry before the one found (`previous_last_offset`).
+        let (indexed_offset, mut position) = self.offset_index.lookup(offset.saturating_sub(1));
         let mut previous_last = None;
         if position > 0 {
             match self.read_header_at(position) {

@@ -40,7 +40,10 @@ impl BrokerProcess {
             command.args(["--override", o]);
         }
         let mut child = command
-            .env("RUST_LOG", std::env::var("FERROLOG_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("FERROLOG_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -90,13 +93,19 @@ impl BrokerProcess {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Ok(Some(status)) = self.child.try_wait() {
-                        panic!("the broker exited ({status}) before logging {needle:?}: {:?}", self.seen);
+                        panic!(
+                            "the broker exited ({status}) before logging {needle:?}: {:?}",
+                            self.seen
+                        );
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
-        panic!("the broker did not log {needle:?} within {timeout:?}: {:?}", self.seen);
+        panic!(
+            "the broker did not log {needle:?} within {timeout:?}: {:?}",
+            self.seen
+        );
     }
 
     /// Lines logged so far.
@@ -125,10 +134,17 @@ impl BrokerProcess {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                assert!(status.success(), "broker exited with {status}: {:?}", self.log_lines());
+                assert!(
+                    status.success(),
+                    "broker exited with {status}: {:?}",
+                    self.log_lines()
+                );
                 return self.log_dir.clone();
             }
-            assert!(Instant::now() < deadline, "broker did not stop after SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "broker did not stop after SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -140,7 +156,8 @@ impl BrokerProcess {
 
     /// Peak resident memory (VmHWM) and current (VmRSS), in KiB.
     pub fn memory_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()

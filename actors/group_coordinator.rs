@@ -1,0 +1,418 @@
+//! The group coordinator actor: owns the registry of consumer groups this
+//! broker coordinates and starts one `ConsumerGroup` actor per group on
+//! demand. A group belongs to the leader of `__consumer_offsets` partition
+//! `abs(hash(group_id)) % offsets.topic.num.partitions`; for the partitions
+//! this broker leads, the coordinator loads every group from the log at
+//! start (answering COORDINATOR_LOAD_IN_PROGRESS meanwhile) and creates the
+//! topic on first use, as Kafka does.
+//!
+//! It never runs the group state machine itself and never touches files.
+
+use std::collections::{BTreeMap, HashMap};
+
+use actix::prelude::*;
+use kafka_protocol::error::ResponseError;
+
+use crate::clock::SharedClock;
+use crate::cluster::{BrokerEndpoint, MetadataCache};
+use crate::group::records::{decode_records, GroupRecord, OffsetAndMetadata};
+use crate::group::state::{Group, GroupConfig, GroupSnapshot};
+use crate::group::{partition_for, OFFSETS_TOPIC};
+use crate::topic_partition::TopicPartition;
+
+use super::consumer_group::{ConsumerGroup, GroupCommand, GroupReply};
+use super::controller::{Controller, CreateTopic, TopicError};
+use super::partition::{PartitionRegistry, ReadRecords};
+
+/// How the coordinator runs; from the broker config.
+#[derive(Debug, Clone)]
+pub struct CoordinatorConfig {
+    pub group: GroupConfig,
+    pub offsets_topic_partitions: i32,
+    pub offsets_topic_replication_factor: i16,
+    pub offsets_retention_ms: i64,
+}
+
+impl CoordinatorConfig {
+    pub fn from_broker(config: &crate::config::BrokerConfig) -> Self {
+        CoordinatorConfig {
+            group: GroupConfig {
+                initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms as i64,
+                min_session_timeout_ms: config.group_min_session_timeout_ms as i64,
+                max_session_timeout_ms: config.group_max_session_timeout_ms as i64,
+                max_size: config.group_max_size as usize,
+            },
+            offsets_topic_partitions: config.offsets_topic_num_partitions,
+            offsets_topic_replication_factor: config.offsets_topic_replication_factor,
+            offsets_retention_ms: config.offsets_retention_minutes as i64 * 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Load {
+    Loading,
+    Loaded,
+}
+
+pub struct GroupCoordinator {
+    config: CoordinatorConfig,
+    broker_id: i32,
+    controller: Addr<Controller>,
+    partitions: PartitionRegistry,
+    metadata: MetadataCache,
+    clock: SharedClock,
+    groups: HashMap<String, Addr<ConsumerGroup>>,
+    loads: HashMap<i32, Load>,
+}
+
+impl GroupCoordinator {
+    pub fn new(
+        config: CoordinatorConfig,
+        broker_id: i32,
+        controller: Addr<Controller>,
+        partitions: PartitionRegistry,
+        metadata: MetadataCache,
+        clock: SharedClock,
+    ) -> Self {
+        GroupCoordinator {
+            config,
+            broker_id,
+            controller,
+            partitions,
+            metadata,
+            clock,
+            groups: HashMap::new(),
+            loads: HashMap::new(),
+        }
+    }
+
+    fn offsets_partition(&self, group_id: &str) -> i32 {
+        partition_for(group_id, self.config.offsets_topic_partitions)
+    }
+
+    /// Load every `__consumer_offsets` partition led here that is not loaded.
+    fn load_led_partitions(&mut self, ctx: &mut Context<Self>) {
+        let Some(topic) = self.metadata.topic(OFFSETS_TOPIC) else {
+            return;
+        };
+        for (&partition, meta) in &topic.partitions {
+            if meta.leader != self.broker_id || self.loads.contains_key(&partition) {
+                continue;
+            }
+            self.loads.insert(partition, Load::Loading);
+            let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+            let partitions = self.partitions.clone();
+            let load = async move { read_groups(&partitions, &tp).await };
+            ctx.spawn(
+                load.into_actor(self)
+                    .map(move |result, actor, _ctx| match result {
+                        Ok(groups) => {
+                            let count = groups.len();
+                            for (group_id, loaded) in groups {
+                                actor.start_group(
+                                    group_id,
+                                    partition,
+                                    loaded.snapshot,
+                                    loaded.offsets,
+                                );
+                            }
+                            log::info!("loaded {count} group(s) from {OFFSETS_TOPIC}-{partition}");
+                            actor.loads.insert(partition, Load::Loaded);
+                        }
+                        Err(e) => {
+                            log::error!("loading {OFFSETS_TOPIC}-{partition} failed: {e}");
+                            actor.loads.remove(&partition);
+                        }
+                    }),
+            );
+        }
+    }
+
+    fn start_group(
+        &mut self,
+        group_id: String,
+        partition: i32,
+        snapshot: Option<GroupSnapshot>,
+        offsets: HashMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Option<Addr<ConsumerGroup>> {
+        let log = self
+            .partitions
+            .get(&TopicPartition::new(OFFSETS_TOPIC, partition))?;
+        let now = self.clock.now_ms();
+        let group = match snapshot {
+            Some(snapshot) => {
+                Group::restore(group_id.clone(), self.config.group.clone(), snapshot, now)
+            }
+            None => Group::new(group_id.clone(), self.config.group.clone()),
+        };
+        let addr = ConsumerGroup::new(
+            group,
+            log,
+            offsets,
+            self.clock.clone(),
+            self.config.offsets_retention_ms,
+        )
+        .start();
+        self.groups.insert(group_id, addr.clone());
+        Some(addr)
+    }
+
+    /// Where `group_id`'s requests go, or the error the client must see.
+    fn route(&mut self, group_id: &str) -> Result<i32, i16> {
+        let partition = self.offsets_partition(group_id);
+        let leads = self
+            .metadata
+            .topic(OFFSETS_TOPIC)
+            .and_then(|t| {
+                t.partitions
+                    .get(&partition)
+                    .map(|p| p.leader == self.broker_id)
+            })
+            .unwrap_or(false);
+        if !leads {
+            return Err(ResponseError::NotCoordinator.code());
+        }
+        match self.loads.get(&partition) {
+            Some(Load::Loaded) => Ok(partition),
+            _ => Err(ResponseError::CoordinatorLoadInProgress.code()),
+        }
+    }
+}
+
+/// Read a whole `__consumer_offsets` partition and fold it into groups: the
+/// latest record per key wins, tombstones delete. Until compaction exists
+/// this reads everything the partition ever held.
+async fn read_groups(
+    partitions: &PartitionRegistry,
+    tp: &TopicPartition,
+) -> Result<BTreeMap<String, LoadedGroupState>, String> {
+    let handle = partitions
+        .get(tp)
+        .ok_or_else(|| format!("{tp} is not led here"))?;
+    let mut groups: BTreeMap<String, LoadedGroupState> = BTreeMap::new();
+    let state = handle
+        .addr
+        .send(super::partition::GetState)
+        .await
+        .map_err(|_| "partition actor stopped".to_string())?;
+    let mut offset = state.log_start_offset;
+    // Bounded: every round advances past at least one whole batch.
+    while offset < state.high_watermark {
+        let read = handle
+            .addr
+            .send(ReadRecords {
+                offset,
+                max_bytes: 1 << 20,
+            })
+            .await
+            .map_err(|_| "partition actor stopped".to_string())?
+            .map_err(|e| e.to_string())?;
+        let Some(region) = read.read.region else {
+            break;
+        };
+        let bytes = region.read_to_vec().map_err(|e| e.to_string())?;
+        let (records, last) = decode_records(&bytes).map_err(|e| e.to_string())?;
+        for record in records {
+            match record {
+                GroupRecord::Offset { group, tp, value } => {
+                    let entry = groups.entry(group).or_default();
+                    match value {
+                        Some(value) => {
+                            entry.offsets.insert(tp, value);
+                        }
+                        None => {
+                            entry.offsets.remove(&tp);
+                        }
+                    }
+                }
+                GroupRecord::Group { group, value } => match value {
+                    Some(snapshot) => groups.entry(group).or_default().snapshot = Some(snapshot),
+                    None => {
+                        groups.remove(&group);
+                    }
+                },
+            }
+        }
+        match last {
+            Some(last) if last >= offset => offset = last + 1,
+            _ => break,
+        }
+    }
+    groups.retain(|_, g| g.snapshot.is_some() || !g.offsets.is_empty());
+    Ok(groups)
+}
+
+#[derive(Debug, Default)]
+struct LoadedGroupState {
+    snapshot: Option<GroupSnapshot>,
+    offsets: HashMap<TopicPartition, OffsetAndMetadata>,
+}
+
+impl Actor for GroupCoordinator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(4096);
+        self.load_led_partitions(ctx);
+    }
+}
+
+/// FindCoordinator for a group: creates `__consumer_offsets` on first use.
+#[derive(Debug)]
+pub struct FindGroupCoordinator {
+    pub group_id: String,
+}
+
+impl Message for FindGroupCoordinator {
+    type Result = Result<BrokerEndpoint, i16>;
+}
+
+impl Handler<FindGroupCoordinator> for GroupCoordinator {
+    type Result = ResponseActFuture<Self, Result<BrokerEndpoint, i16>>;
+
+    fn handle(&mut self, msg: FindGroupCoordinator, _ctx: &mut Context<Self>) -> Self::Result {
+        let partition = self.offsets_partition(&msg.group_id);
+        let exists = self.metadata.topic(OFFSETS_TOPIC).is_some();
+        let create = (!exists).then(|| {
+            self.controller.send(CreateTopic {
+                name: OFFSETS_TOPIC.to_string(),
+                num_partitions: self.config.offsets_topic_partitions,
+                replication_factor: self.config.offsets_topic_replication_factor,
+                assignments: BTreeMap::new(),
+                // No compaction yet: keep every record (loading reads them all).
+                configs: vec![
+                    ("retention.ms".into(), "-1".into()),
+                    ("segment.bytes".into(), "104857600".into()),
+                ],
+                validate_only: false,
+            })
+        });
+        Box::pin(
+            async move {
+                if let Some(create) = create {
+                    match create.await {
+                        Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => {}
+                        Ok(Err(e)) => {
+                            log::warn!("cannot create {OFFSETS_TOPIC}: {e}");
+                            return Err(ResponseError::CoordinatorNotAvailable.code());
+                        }
+                        Err(_) => return Err(ResponseError::CoordinatorNotAvailable.code()),
+                    }
+                }
+                Ok(())
+            }
+            .into_actor(self)
+            .map(move |created, actor, ctx| {
+                created?;
+                actor.load_led_partitions(ctx);
+                actor.metadata.read(|m| {
+                    let leader = m
+                        .topics
+                        .get(OFFSETS_TOPIC)
+                        .and_then(|t| t.partitions.get(&partition))
+                        .map(|p| p.leader)
+                        .ok_or(ResponseError::CoordinatorNotAvailable.code())?;
+                    m.brokers
+                        .get(&leader)
+                        .cloned()
+                        .ok_or(ResponseError::CoordinatorNotAvailable.code())
+                })
+            }),
+        )
+    }
+}
+
+/// A request for one group. `create`: start the group if it does not exist
+/// (JoinGroup, OffsetCommit); otherwise a missing group answers `Ok(None)`.
+#[derive(Debug)]
+pub struct ForGroup {
+    pub group_id: String,
+    pub command: GroupCommand,
+    pub create: bool,
+}
+
+impl Message for ForGroup {
+    type Result = Result<Option<GroupReply>, i16>;
+}
+
+impl Handler<ForGroup> for GroupCoordinator {
+    type Result = ResponseFuture<Result<Option<GroupReply>, i16>>;
+
+    fn handle(&mut self, msg: ForGroup, _ctx: &mut Context<Self>) -> Self::Result {
+        let partition = match self.route(&msg.group_id) {
+            Ok(partition) => partition,
+            Err(code) => return Box::pin(async move { Err(code) }),
+        };
+        let existing = self
+            .groups
+            .get(&msg.group_id)
+            .filter(|a| a.connected())
+            .cloned();
+        let addr = match existing {
+            Some(addr) => addr,
+            None if msg.create => {
+                match self.start_group(msg.group_id.clone(), partition, None, HashMap::new()) {
+                    Some(addr) => addr,
+                    None => {
+                        return Box::pin(async {
+                            Err(ResponseError::CoordinatorNotAvailable.code())
+                        })
+                    }
+                }
+            }
+            None => {
+                self.groups.remove(&msg.group_id);
+                return Box::pin(async { Ok(None) });
+            }
+        };
+        Box::pin(async move {
+            addr.send(msg.command)
+                .await
+                .map(Some)
+                .map_err(|_| ResponseError::CoordinatorNotAvailable.code())
+        })
+    }
+}
+
+/// Every group coordinated here, with its protocol type and state name.
+#[derive(Debug)]
+pub struct ListGroups;
+
+impl Message for ListGroups {
+    type Result = Vec<(String, String, String)>;
+}
+
+impl Handler<ListGroups> for GroupCoordinator {
+    type Result = ResponseFuture<Vec<(String, String, String)>>;
+
+    fn handle(&mut self, _msg: ListGroups, _ctx: &mut Context<Self>) -> Self::Result {
+        self.groups.retain(|_, addr| addr.connected());
+        let asks: Vec<_> = self
+            .groups
+            .iter()
+            .map(|(id, addr)| {
+                let id = id.clone();
+                let ask = addr.send(GroupCommand::Describe);
+                async move {
+                    match ask.await {
+                        Ok(GroupReply::Described(d)) => {
+                            Some((id, d.protocol_type, d.state.name().to_string()))
+                        }
+                        _ => None,
+                    }
+                }
+            })
+            .collect();
+        Box::pin(async move {
+            let mut groups: Vec<_> = futures_util::future::join_all(asks)
+                .await
+                .into_iter()
+                .flatten()
+                .filter(|(_, _, state)| state != "Dead")
+                .collect();
+            groups.sort();
+            groups
+        })
+    }
+}

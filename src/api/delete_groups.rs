@@ -1,0 +1,27 @@
+//! DeleteGroups (key 42), v0-2: delete Empty groups and their offsets
+//! (NON_EMPTY_GROUP for groups with members, GROUP_ID_NOT_FOUND for unknown).
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+
+pub async fn handle(ctx: &BrokerContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in request.groups_names {
+        let code = match ask_group(ctx, &group_id.0, GroupCommand::Delete, false).await {
+            Ok(Some(GroupReply::Code(code))) => code,
+            Ok(None) => ResponseError::GroupIdNotFound.code(),
+            Ok(_) => ResponseError::UnknownServerError.code(),
+            Err(code) => code,
+        };
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(group_id)
+                .with_error_code(code),
+        );
+    }
+    DeleteGroupsResponse::default().with_results(results)
+}

@@ -1,0 +1,47 @@
+//! DescribeGroups (key 15), v0-5: state, protocol and members (with their
+//! metadata and assignment) of each named group; unknown groups are Dead.
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+
+const OPERATIONS_OMITTED: i32 = i32::MIN;
+
+pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for group_id in request.groups {
+        let described = DescribedGroup::default()
+            .with_group_id(group_id.clone())
+            .with_authorized_operations(OPERATIONS_OMITTED);
+        groups.push(
+            match ask_group(ctx, &group_id.0, GroupCommand::Describe, false).await {
+                Ok(Some(GroupReply::Described(d))) => described
+                    .with_group_state(StrBytes::from_static_str(d.state.name()))
+                    .with_protocol_type(StrBytes::from_string(d.protocol_type))
+                    .with_protocol_data(StrBytes::from_string(d.protocol_name))
+                    .with_members(
+                        d.members
+                            .into_iter()
+                            .map(|m| {
+                                DescribedGroupMember::default()
+                                    .with_member_id(StrBytes::from_string(m.member_id))
+                                    .with_group_instance_id(
+                                        m.group_instance_id.map(StrBytes::from_string),
+                                    )
+                                    .with_client_id(StrBytes::from_string(m.client_id))
+                                    .with_client_host(StrBytes::from_string(m.client_host))
+                                    .with_member_metadata(m.subscription)
+                                    .with_member_assignment(m.assignment)
+                            })
+                            .collect(),
+                    ),
+                Ok(_) => described.with_group_state(StrBytes::from_static_str("Dead")),
+                Err(code) => described.with_error_code(code),
+            },
+        );
+    }
+    DescribeGroupsResponse::default().with_groups(groups)
+}

@@ -1,0 +1,59 @@
+//! FindCoordinator (key 10), v0-4: the broker coordinating a group (the
+//! leader of its `__consumer_offsets` partition). Transaction coordinators
+//! do not exist yet: COORDINATOR_NOT_AVAILABLE.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::BrokerContext;
+use crate::actors::group_coordinator::FindGroupCoordinator;
+
+const KEY_TYPE_GROUP: i8 = 0;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: FindCoordinatorRequest,
+    version: i16,
+) -> FindCoordinatorResponse {
+    let keys: Vec<StrBytes> = if version >= 4 {
+        request.coordinator_keys.clone()
+    } else {
+        vec![request.key.clone()]
+    };
+    let mut coordinators = Vec::with_capacity(keys.len());
+    for key in keys {
+        let found = if request.key_type != KEY_TYPE_GROUP {
+            Err(ResponseError::CoordinatorNotAvailable.code())
+        } else {
+            ctx.groups
+                .send(FindGroupCoordinator {
+                    group_id: key.to_string(),
+                })
+                .await
+                .unwrap_or(Err(ResponseError::CoordinatorNotAvailable.code()))
+        };
+        coordinators.push(match found {
+            Ok(broker) => Coordinator::default()
+                .with_key(key)
+                .with_node_id(BrokerId(broker.id))
+                .with_host(StrBytes::from_string(broker.host))
+                .with_port(broker.port as i32),
+            Err(code) => Coordinator::default()
+                .with_key(key)
+                .with_node_id(BrokerId(-1))
+                .with_port(-1)
+                .with_error_code(code),
+        });
+    }
+    if version >= 4 {
+        return FindCoordinatorResponse::default().with_coordinators(coordinators);
+    }
+    let first = coordinators.into_iter().next().unwrap_or_default();
+    FindCoordinatorResponse::default()
+        .with_error_code(first.error_code)
+        .with_node_id(first.node_id)
+        .with_host(first.host)
+        .with_port(first.port)
+}

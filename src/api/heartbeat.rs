@@ -1,0 +1,23 @@
+//! Heartbeat (key 12), v0-4: a member is alive; the answer says whether a
+//! rebalance is under way.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+
+pub async fn handle(ctx: &BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse {
+    let command = GroupCommand::Heartbeat {
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+        generation_id: request.generation_id,
+    };
+    let code = match ask_group(ctx, &request.group_id.0, command, false).await {
+        Ok(Some(GroupReply::Code(code))) => code,
+        Ok(None) => ResponseError::UnknownMemberId.code(),
+        Ok(_) => ResponseError::UnknownServerError.code(),
+        Err(code) => code,
+    };
+    HeartbeatResponse::default().with_error_code(code)
+}

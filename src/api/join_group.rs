@@ -1,0 +1,68 @@
+//! JoinGroup (key 11), v0-7: join or rejoin a consumer group. The answer
+//! comes when the group's rebalance completes (the group actor parks it).
+
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::group::state::JoinRequest;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: JoinGroupRequest,
+    version: i16,
+    client_id: &str,
+) -> JoinGroupResponse {
+    let join = JoinRequest {
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+        client_id: client_id.to_string(),
+        client_host: "/127.0.0.1".to_string(),
+        session_timeout_ms: request.session_timeout_ms,
+        // v0 has no rebalance timeout: Kafka uses the session timeout.
+        rebalance_timeout_ms: if version >= 1 {
+            request.rebalance_timeout_ms
+        } else {
+            request.session_timeout_ms
+        },
+        protocol_type: request.protocol_type.to_string(),
+        protocols: request
+            .protocols
+            .iter()
+            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            .collect(),
+        require_known_member_id: version >= 4,
+    };
+    let member_id = request.member_id.clone();
+    let error = |code: i16| {
+        JoinGroupResponse::default()
+            .with_error_code(code)
+            .with_generation_id(-1)
+            .with_member_id(member_id.clone())
+    };
+    match ask_group(ctx, &request.group_id.0, GroupCommand::Join(join), true).await {
+        Ok(Some(GroupReply::Join(r))) => JoinGroupResponse::default()
+            .with_error_code(r.error_code)
+            .with_generation_id(r.generation_id)
+            .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
+            .with_protocol_name(r.protocol_name.map(StrBytes::from_string))
+            .with_leader(StrBytes::from_string(r.leader))
+            .with_skip_assignment(r.skip_assignment)
+            .with_member_id(StrBytes::from_string(r.member_id))
+            .with_members(
+                r.members
+                    .into_iter()
+                    .map(|m| {
+                        JoinGroupResponseMember::default()
+                            .with_member_id(StrBytes::from_string(m.member_id))
+                            .with_group_instance_id(m.group_instance_id.map(StrBytes::from_string))
+                            .with_metadata(m.metadata)
+                    })
+                    .collect(),
+            ),
+        Ok(_) => error(kafka_protocol::error::ResponseError::UnknownServerError.code()),
+        Err(code) => error(code),
+    }
+}

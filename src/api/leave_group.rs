@@ -1,0 +1,62 @@
+//! LeaveGroup (key 13), v0-4: one member (v0-2) or a batch of members,
+//! possibly named by group instance id (v3+), leave.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: LeaveGroupRequest,
+    version: i16,
+) -> LeaveGroupResponse {
+    let members: Vec<(String, Option<String>)> = if version >= 3 {
+        request
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    m.member_id.to_string(),
+                    m.group_instance_id.as_ref().map(|s| s.to_string()),
+                )
+            })
+            .collect()
+    } else {
+        vec![(request.member_id.to_string(), None)]
+    };
+    let outcome = ask_group(
+        ctx,
+        &request.group_id.0,
+        GroupCommand::Leave { members },
+        false,
+    )
+    .await;
+    let codes = match outcome {
+        Ok(Some(GroupReply::Codes(codes))) => Ok(codes),
+        Ok(None) => Err(ResponseError::UnknownMemberId.code()),
+        Ok(_) => Err(ResponseError::UnknownServerError.code()),
+        Err(code) => Err(code),
+    };
+    match codes {
+        Err(code) => LeaveGroupResponse::default().with_error_code(code),
+        Ok(codes) if version < 3 => {
+            LeaveGroupResponse::default().with_error_code(codes.first().copied().unwrap_or(0))
+        }
+        Ok(codes) => LeaveGroupResponse::default().with_members(
+            request
+                .members
+                .into_iter()
+                .zip(codes)
+                .map(|(m, code)| {
+                    MemberResponse::default()
+                        .with_member_id(m.member_id)
+                        .with_group_instance_id(m.group_instance_id)
+                        .with_error_code(code)
+                })
+                .collect(),
+        ),
+    }
+}

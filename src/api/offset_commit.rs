@@ -1,0 +1,93 @@
+//! OffsetCommit (key 8), v0-8: a group member (or, with generation -1, a
+//! consumer outside any group) commits offsets; they are written to
+//! `__consumer_offsets` before the answer. Without ZooKeeper mode v0 commits
+//! also go to the log (Kafka 0.8.2 wrote them to ZooKeeper).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::group::records::OffsetAndMetadata;
+use crate::topic_partition::TopicPartition;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: OffsetCommitRequest,
+    now_ms: i64,
+) -> OffsetCommitResponse {
+    let mut offsets = Vec::new();
+    let mut unknown = Vec::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            let tp = TopicPartition::new(topic.name.0.to_string(), p.partition_index);
+            if ctx.partition(&tp).is_none() && ctx.metadata.topic(&tp.topic).is_none() {
+                unknown.push(tp);
+                continue;
+            }
+            offsets.push((
+                tp,
+                OffsetAndMetadata {
+                    offset: p.committed_offset,
+                    leader_epoch: p.committed_leader_epoch,
+                    metadata: p
+                        .committed_metadata
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_default(),
+                    commit_timestamp_ms: if p.commit_timestamp > 0 {
+                        p.commit_timestamp
+                    } else {
+                        now_ms
+                    },
+                },
+            ));
+        }
+    }
+    let tps: Vec<TopicPartition> = offsets.iter().map(|(tp, _)| tp.clone()).collect();
+    let command = GroupCommand::CommitOffsets {
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+        generation_id: request.generation_id_or_member_epoch,
+        offsets,
+    };
+    let mut codes: BTreeMap<TopicPartition, i16> =
+        match ask_group(ctx, &request.group_id.0, command, true).await {
+            Ok(Some(GroupReply::Offsets(results))) => results
+                .into_iter()
+                .map(|(tp, _, code)| (tp, code))
+                .collect(),
+            Ok(_) => tps
+                .into_iter()
+                .map(|tp| (tp, ResponseError::UnknownServerError.code()))
+                .collect(),
+            Err(code) => tps.into_iter().map(|tp| (tp, code)).collect(),
+        };
+    for tp in unknown {
+        codes.insert(tp, ResponseError::UnknownTopicOrPartition.code());
+    }
+    let mut topics: BTreeMap<String, Vec<OffsetCommitResponsePartition>> = BTreeMap::new();
+    for (tp, code) in codes {
+        topics.entry(tp.topic).or_default().push(
+            OffsetCommitResponsePartition::default()
+                .with_partition_index(tp.partition)
+                .with_error_code(code),
+        );
+    }
+    OffsetCommitResponse::default().with_topics(
+        topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(name)))
+                    .with_partitions(partitions)
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,64 @@
+//! OffsetDelete (key 47), v0: delete a group's committed offsets for
+//! partitions it is not subscribed to (GROUP_SUBSCRIBED_TO_TOPIC otherwise).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::topic_partition::TopicPartition;
+
+pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let partitions: Vec<TopicPartition> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| TopicPartition::new(t.name.0.to_string(), p.partition_index))
+        })
+        .collect();
+    let results = match ask_group(
+        ctx,
+        &request.group_id.0,
+        GroupCommand::DeleteOffsets { partitions },
+        false,
+    )
+    .await
+    {
+        Ok(Some(GroupReply::Offsets(results))) => results,
+        Ok(None) => {
+            return OffsetDeleteResponse::default()
+                .with_error_code(ResponseError::GroupIdNotFound.code())
+        }
+        Ok(_) => {
+            return OffsetDeleteResponse::default()
+                .with_error_code(ResponseError::UnknownServerError.code())
+        }
+        Err(code) => return OffsetDeleteResponse::default().with_error_code(code),
+    };
+    let mut topics: BTreeMap<String, Vec<OffsetDeleteResponsePartition>> = BTreeMap::new();
+    for (tp, _, code) in results {
+        topics.entry(tp.topic).or_default().push(
+            OffsetDeleteResponsePartition::default()
+                .with_partition_index(tp.partition)
+                .with_error_code(code),
+        );
+    }
+    OffsetDeleteResponse::default().with_topics(
+        topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetDeleteResponseTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(name)))
+                    .with_partitions(partitions)
+            })
+            .collect(),
+    )
+}

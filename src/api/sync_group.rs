@@ -1,0 +1,39 @@
+//! SyncGroup (key 14), v0-5: the leader hands out the assignment; every
+//! member receives its own.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{ask_group, BrokerContext};
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::group::state::SyncRequest;
+
+pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroupResponse {
+    let sync = SyncRequest {
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+        generation_id: request.generation_id,
+        protocol_type: request.protocol_type.as_ref().map(|s| s.to_string()),
+        protocol_name: request.protocol_name.as_ref().map(|s| s.to_string()),
+        assignments: request
+            .assignments
+            .iter()
+            .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+            .collect(),
+    };
+    match ask_group(ctx, &request.group_id.0, GroupCommand::Sync(sync), false).await {
+        Ok(Some(GroupReply::Sync(r))) => SyncGroupResponse::default()
+            .with_error_code(r.error_code)
+            .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
+            .with_protocol_name(r.protocol_name.map(StrBytes::from_string))
+            .with_assignment(r.assignment),
+        Ok(None) => {
+            SyncGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code())
+        }
+        Ok(_) => {
+            SyncGroupResponse::default().with_error_code(ResponseError::UnknownServerError.code())
+        }
+        Err(code) => SyncGroupResponse::default().with_error_code(code),
+    }
+}
