@@ -47,6 +47,9 @@ pub async fn handle(
                 let Some(handle) = ctx.partition(&tp) else {
                     return response.with_error_code(ResponseError::UnknownTopicOrPartition.code());
                 };
+                if acks == -1 && isr_too_small(ctx, &tp) {
+                    return response.with_error_code(ResponseError::NotEnoughReplicas.code());
+                }
                 let append = handle.addr.send(AppendRecords { records });
                 match append.await {
                     Ok(Ok((info, log_start_offset))) => response
@@ -74,4 +77,23 @@ pub async fn handle(
     }
     let _ = version;
     Some(ProduceResponse::default().with_responses(topics))
+}
+
+/// acks=all needs at least `min.insync.replicas` in the ISR (topic config,
+/// else the broker's), or the produce fails with NOT_ENOUGH_REPLICAS.
+fn isr_too_small(ctx: &BrokerContext, tp: &TopicPartition) -> bool {
+    ctx.metadata.read(|m| {
+        let Some(topic) = m.topics.get(&tp.topic) else {
+            return false;
+        };
+        let min_isr = topic
+            .configs
+            .get("min.insync.replicas")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(ctx.config.min_insync_replicas.max(1) as usize);
+        topic
+            .partitions
+            .get(&tp.partition)
+            .is_some_and(|p| p.isr.len() < min_isr)
+    })
 }
