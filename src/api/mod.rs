@@ -103,96 +103,49 @@ pub async fn handle(
         .map(|c| c.to_string())
         .unwrap_or_default();
     let respond = |response: &dyn ErasedResponse, regions: Vec<FileRegion>| {
-        response.encode_frame(api, version, correlation_id, regions)
+        response
+            .encode_frame(api, version, correlation_id, regions)
+            .map(Some)
     };
+    // Most APIs answer with a plain response and no file regions.
+    macro_rules! reply {
+        ($response:expr) => {
+            respond(&$response, Vec::new())
+        };
+    }
     match frame.body {
-        Request::ApiVersions(_) => respond(&api_versions::handle(version), Vec::new()).map(Some),
-        Request::Metadata(request) => {
-            respond(&metadata::handle(ctx, *request, version).await, Vec::new()).map(Some)
-        }
-        Request::Produce(request) => match produce::handle(ctx, *request, version).await {
-            Some(response) => respond(&response, Vec::new()).map(Some),
+        Request::ApiVersions(_) => reply!(api_versions::handle(version)),
+        Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
+        Request::Produce(r) => match produce::handle(ctx, *r, version).await {
+            Some(response) => reply!(response),
             None => Ok(None),
         },
-        Request::Fetch(request) => {
-            let (response, regions) = fetch::handle(ctx, *request, version).await;
-            respond(&response, regions).map(Some)
+        Request::Fetch(r) => {
+            let (response, regions) = fetch::handle(ctx, *r, version).await;
+            respond(&response, regions)
         }
-        Request::ListOffsets(request) => respond(
-            &list_offsets::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::CreateTopics(request) => respond(
-            &create_topics::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::DeleteTopics(request) => respond(
-            &delete_topics::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::CreatePartitions(request) => {
-            respond(&create_partitions::handle(ctx, *request).await, Vec::new()).map(Some)
+        Request::ListOffsets(r) => reply!(list_offsets::handle(ctx, *r, version).await),
+        Request::CreateTopics(r) => reply!(create_topics::handle(ctx, *r, version).await),
+        Request::DeleteTopics(r) => reply!(delete_topics::handle(ctx, *r, version).await),
+        Request::CreatePartitions(r) => reply!(create_partitions::handle(ctx, *r).await),
+        Request::DescribeConfigs(r) => reply!(configs::describe(ctx, *r, version)),
+        Request::AlterConfigs(r) => reply!(configs::alter(ctx, *r).await),
+        Request::IncrementalAlterConfigs(r) => reply!(configs::incremental_alter(ctx, *r).await),
+        Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, *r).await),
+        Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, *r, version).await),
+        Request::JoinGroup(r) => reply!(join_group::handle(ctx, *r, version, &client_id).await),
+        Request::SyncGroup(r) => reply!(sync_group::handle(ctx, *r).await),
+        Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, *r).await),
+        Request::LeaveGroup(r) => reply!(leave_group::handle(ctx, *r, version).await),
+        Request::OffsetCommit(r) => {
+            reply!(offset_commit::handle(ctx, *r, ctx.clock.now_ms()).await)
         }
-        Request::DescribeConfigs(request) => {
-            respond(&configs::describe(ctx, *request, version), Vec::new()).map(Some)
-        }
-        Request::AlterConfigs(request) => {
-            respond(&configs::alter(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::IncrementalAlterConfigs(request) => {
-            respond(&configs::incremental_alter(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::DeleteRecords(request) => {
-            respond(&delete_records::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::FindCoordinator(request) => respond(
-            &find_coordinator::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::JoinGroup(request) => respond(
-            &join_group::handle(ctx, *request, version, &client_id).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::SyncGroup(request) => {
-            respond(&sync_group::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::Heartbeat(request) => {
-            respond(&heartbeat::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::LeaveGroup(request) => respond(
-            &leave_group::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::OffsetCommit(request) => {
-            let now = ctx.clock.now_ms();
-            respond(&offset_commit::handle(ctx, *request, now).await, Vec::new()).map(Some)
-        }
-        Request::OffsetFetch(request) => respond(
-            &offset_fetch::handle(ctx, *request, version).await,
-            Vec::new(),
-        )
-        .map(Some),
-        Request::OffsetDelete(request) => {
-            respond(&offset_delete::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::ListGroups(request) => {
-            respond(&list_groups::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::DescribeGroups(request) => {
-            respond(&describe_groups::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::DeleteGroups(request) => {
-            respond(&delete_groups::handle(ctx, *request).await, Vec::new()).map(Some)
-        }
-        Request::DescribeCluster(request) => {
-            respond(&describe_cluster::handle(ctx, *request), Vec::new()).map(Some)
-        }
+        Request::OffsetFetch(r) => reply!(offset_fetch::handle(ctx, *r, version).await),
+        Request::OffsetDelete(r) => reply!(offset_delete::handle(ctx, *r).await),
+        Request::ListGroups(r) => reply!(list_groups::handle(ctx, *r).await),
+        Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
+        Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
+        Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
     }
 }
 

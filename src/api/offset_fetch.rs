@@ -45,17 +45,41 @@ async fn fetch(
     }
 }
 
-fn by_topic(
+/// Group offsets by topic and build each response level with `topic` and
+/// `partition` (v0-7 and v8 use different types with the same fields).
+fn build<T, P>(
     offsets: Vec<(TopicPartition, Option<OffsetAndMetadata>)>,
-) -> BTreeMap<String, Vec<(i32, Option<OffsetAndMetadata>)>> {
-    let mut topics: BTreeMap<String, Vec<(i32, Option<OffsetAndMetadata>)>> = BTreeMap::new();
+    topic: impl Fn(TopicName, Vec<P>) -> T,
+    partition: impl Fn(i32, OffsetAndMetadata) -> P,
+) -> Vec<T> {
+    let mut topics: BTreeMap<String, Vec<P>> = BTreeMap::new();
     for (tp, offset) in offsets {
+        // -1: no committed offset for this partition.
+        let offset = offset.unwrap_or(OffsetAndMetadata {
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp_ms: -1,
+        });
         topics
             .entry(tp.topic)
             .or_default()
-            .push((tp.partition, offset));
+            .push(partition(tp.partition, offset));
     }
     topics
+        .into_iter()
+        .map(|(name, partitions)| topic(TopicName(StrBytes::from_string(name)), partitions))
+        .collect()
+}
+
+fn wanted<'a>(topics: impl Iterator<Item = (&'a TopicName, &'a Vec<i32>)>) -> Vec<TopicPartition> {
+    topics
+        .flat_map(|(name, partitions)| {
+            partitions
+                .iter()
+                .map(|&p| TopicPartition::new(name.0.to_string(), p))
+        })
+        .collect()
 }
 
 pub async fn handle(
@@ -66,91 +90,53 @@ pub async fn handle(
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in &request.groups {
-            let partitions = group.topics.as_ref().map(|topics| {
-                topics
-                    .iter()
-                    .flat_map(|t| {
-                        t.partition_indexes
-                            .iter()
-                            .map(|&p| TopicPartition::new(t.name.0.to_string(), p))
-                    })
-                    .collect()
-            });
+            let partitions = group
+                .topics
+                .as_ref()
+                .map(|topics| wanted(topics.iter().map(|t| (&t.name, &t.partition_indexes))));
             let response =
                 OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
             groups.push(match fetch(ctx, &group.group_id.0, partitions).await {
                 Err(code) => response.with_error_code(code),
-                Ok(offsets) => response.with_topics(
-                    by_topic(offsets)
-                        .into_iter()
-                        .map(|(name, partitions)| {
-                            OffsetFetchResponseTopics::default()
-                                .with_name(TopicName(StrBytes::from_string(name)))
-                                .with_partitions(
-                                    partitions
-                                        .into_iter()
-                                        .map(|(p, o)| {
-                                            let o = o.unwrap_or(OffsetAndMetadata {
-                                                offset: -1,
-                                                leader_epoch: -1,
-                                                metadata: String::new(),
-                                                commit_timestamp_ms: -1,
-                                            });
-                                            OffsetFetchResponsePartitions::default()
-                                                .with_partition_index(p)
-                                                .with_committed_offset(o.offset)
-                                                .with_committed_leader_epoch(o.leader_epoch)
-                                                .with_metadata(Some(StrBytes::from_string(
-                                                    o.metadata,
-                                                )))
-                                        })
-                                        .collect(),
-                                )
-                        })
-                        .collect(),
-                ),
+                Ok(offsets) => response.with_topics(build(
+                    offsets,
+                    |name, partitions| {
+                        OffsetFetchResponseTopics::default()
+                            .with_name(name)
+                            .with_partitions(partitions)
+                    },
+                    |index, o| {
+                        OffsetFetchResponsePartitions::default()
+                            .with_partition_index(index)
+                            .with_committed_offset(o.offset)
+                            .with_committed_leader_epoch(o.leader_epoch)
+                            .with_metadata(Some(StrBytes::from_string(o.metadata)))
+                    },
+                )),
             });
         }
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let partitions = request.topics.as_ref().map(|topics| {
-        topics
-            .iter()
-            .flat_map(|t| {
-                t.partition_indexes
-                    .iter()
-                    .map(|&p| TopicPartition::new(t.name.0.to_string(), p))
-            })
-            .collect()
-    });
+    let partitions = request
+        .topics
+        .as_ref()
+        .map(|topics| wanted(topics.iter().map(|t| (&t.name, &t.partition_indexes))));
     match fetch(ctx, &request.group_id.0, partitions).await {
         Err(code) => OffsetFetchResponse::default().with_error_code(code),
-        Ok(offsets) => OffsetFetchResponse::default().with_topics(
-            by_topic(offsets)
-                .into_iter()
-                .map(|(name, partitions)| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(TopicName(StrBytes::from_string(name)))
-                        .with_partitions(
-                            partitions
-                                .into_iter()
-                                .map(|(p, o)| {
-                                    let o = o.unwrap_or(OffsetAndMetadata {
-                                        offset: -1,
-                                        leader_epoch: -1,
-                                        metadata: String::new(),
-                                        commit_timestamp_ms: -1,
-                                    });
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(p)
-                                        .with_committed_offset(o.offset)
-                                        .with_committed_leader_epoch(o.leader_epoch)
-                                        .with_metadata(Some(StrBytes::from_string(o.metadata)))
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
+        Ok(offsets) => OffsetFetchResponse::default().with_topics(build(
+            offsets,
+            |name, partitions| {
+                OffsetFetchResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(partitions)
+            },
+            |index, o| {
+                OffsetFetchResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_committed_offset(o.offset)
+                    .with_committed_leader_epoch(o.leader_epoch)
+                    .with_metadata(Some(StrBytes::from_string(o.metadata)))
+            },
+        )),
     }
 }
