@@ -744,7 +744,16 @@ fn first_record_at_or_after(
             header.max_timestamp,
         ));
     }
-    let records = batch::decode_entry(entry, 0).ok()?;
+    let records = match batch::decode_entry(entry, 0) {
+        Ok(records) => records,
+        Err(e) => {
+            // Never answer "no such offset" for a batch we cannot open: its
+            // max timestamp reaches the target, so its first offset does too.
+            log::warn!("cannot decode a batch for a timestamp lookup: {e}");
+            let first = header.first_offset().unwrap_or(header.last_offset);
+            return Some((first.max(log_start_offset), header.max_timestamp));
+        }
+    };
     let count = records.len() as i64;
     records.iter().enumerate().find_map(|(i, record)| {
         // Legacy compressed wrappers carry relative inner offsets.

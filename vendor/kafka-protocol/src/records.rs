@@ -1146,8 +1146,9 @@ impl Record {
             // Key len
             let value_len: i32 = types::VarInt.decode(buf)?;
 
-            // Value
-            let value = match value_len.cmp(&-2) {
+            // Value. ferrolog patch: a null header value is -1 (as upstream
+            // 0.18 reads it); 0.15.1 compared with -2.
+            let value = match value_len.cmp(&-1) {
                 Ordering::Less => {
                     bail!(
                         "Unexpected negative record header value length ({} bytes)",
