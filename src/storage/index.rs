@@ -270,6 +270,14 @@ impl OffsetIndex {
         self.file.truncate(keep)
     }
 
+    /// The largest indexed position at or below `position`: an entry
+    /// boundary known without reading the log.
+    pub fn floor_position(&self, position: u64) -> Option<u64> {
+        let entries = self.file.entries();
+        let at = entries.partition_point(|e| e.position as u64 <= position);
+        at.checked_sub(1).map(|i| entries[i].position as u64)
+    }
+
     pub fn is_full(&self) -> bool {
         self.file.is_full()
     }

@@ -763,6 +763,29 @@ mod tests {
         assert_eq!(append(&mut log, &batch, 0).first_offset, 0);
     }
 
+    /// A read cut by `max_bytes` ends on a batch boundary the index knows,
+    /// so no partial batch is sent only to be fetched again.
+    #[test]
+    fn reads_end_on_batch_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = batch_v2(4, 100, Compression::None);
+        let config = LogConfig {
+            index_interval_bytes: 1,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        for _ in 0..10 {
+            append(&mut log, &batch, 0);
+        }
+        let size = batch.len() as u64;
+        let region = log.read(0, size * 5 / 2, None).unwrap().region.unwrap();
+        assert_eq!(region.length, size * 2);
+        let region = log.read(4, size / 2, None).unwrap().region.unwrap();
+        assert_eq!(region.length, size, "the whole first batch, nothing more");
+        let region = log.read(0, size * 100, None).unwrap().region.unwrap();
+        assert_eq!(region.length, size * 10);
+    }
+
     /// Reads never go past `max_offset` (the high watermark), and an offset
     /// past the log end is out of range.
     #[test]

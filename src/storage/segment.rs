@@ -444,7 +444,17 @@ impl Segment {
         end_position: u64,
     ) -> FileRegion {
         let available = end_position.min(self.size).saturating_sub(position);
-        let length = max_bytes.max(min_bytes).min(available);
+        let mut length = max_bytes.max(min_bytes).min(available);
+        if length < available {
+            // Cut at an entry boundary when the index knows one past the
+            // first entry: a partial entry at the end would be sent again by
+            // the next fetch (Kafka sends it anyway; clients drop it).
+            if let Some(boundary) = self.offset_index.floor_position(position + length) {
+                if boundary >= position + min_bytes && boundary > position {
+                    length = boundary - position;
+                }
+            }
+        }
         FileRegion {
             file: Arc::clone(&self.log),
             position,
