@@ -1,5 +1,6 @@
 //! DescribeGroups (key 15), v0-5: state, protocol and members (with their
-//! metadata and assignment) of each named group; unknown groups are Dead.
+//! metadata and assignment once the group is Stable, as in Kafka) of each
+//! named group; unknown groups are Dead.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -7,6 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
 use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::group::state::GroupState;
 
 const OPERATIONS_OMITTED: i32 = i32::MIN;
 
@@ -18,26 +20,40 @@ pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> Desc
             .with_authorized_operations(OPERATIONS_OMITTED);
         groups.push(
             match ask_group(ctx, &group_id.0, GroupCommand::Describe, false).await {
-                Ok(Some(GroupReply::Described(d))) => described
-                    .with_group_state(StrBytes::from_static_str(d.state.name()))
-                    .with_protocol_type(StrBytes::from_string(d.protocol_type))
-                    .with_protocol_data(StrBytes::from_string(d.protocol_name))
-                    .with_members(
-                        d.members
-                            .into_iter()
-                            .map(|m| {
-                                DescribedGroupMember::default()
-                                    .with_member_id(StrBytes::from_string(m.member_id))
-                                    .with_group_instance_id(
-                                        m.group_instance_id.map(StrBytes::from_string),
-                                    )
-                                    .with_client_id(StrBytes::from_string(m.client_id))
-                                    .with_client_host(StrBytes::from_string(m.client_host))
-                                    .with_member_metadata(m.subscription)
-                                    .with_member_assignment(m.assignment)
-                            })
-                            .collect(),
-                    ),
+                Ok(Some(GroupReply::Described(d))) => {
+                    // Kafka's `GroupMetadata.summary`: the protocol, member
+                    // metadata and assignments only for a Stable group.
+                    let stable = d.state == GroupState::Stable;
+                    described
+                        .with_group_state(StrBytes::from_static_str(d.state.name()))
+                        .with_protocol_type(StrBytes::from_string(d.protocol_type))
+                        .with_protocol_data(if stable {
+                            StrBytes::from_string(d.protocol_name)
+                        } else {
+                            StrBytes::default()
+                        })
+                        .with_members(
+                            d.members
+                                .into_iter()
+                                .map(|m| {
+                                    let member = DescribedGroupMember::default()
+                                        .with_member_id(StrBytes::from_string(m.member_id))
+                                        .with_group_instance_id(
+                                            m.group_instance_id.map(StrBytes::from_string),
+                                        )
+                                        .with_client_id(StrBytes::from_string(m.client_id))
+                                        .with_client_host(StrBytes::from_string(m.client_host));
+                                    if stable {
+                                        member
+                                            .with_member_metadata(m.subscription)
+                                            .with_member_assignment(m.assignment)
+                                    } else {
+                                        member
+                                    }
+                                })
+                                .collect(),
+                        )
+                }
                 Ok(_) => described.with_group_state(StrBytes::from_static_str("Dead")),
                 Err(code) => described.with_error_code(code),
             },

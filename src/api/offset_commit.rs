@@ -27,7 +27,14 @@ pub async fn handle(
     for topic in &request.topics {
         for p in &topic.partitions {
             let tp = TopicPartition::new(topic.name.0.to_string(), p.partition_index);
-            if ctx.partition(&tp).is_none() && ctx.metadata.topic(&tp.topic).is_none() {
+            // Kafka's `metadataCache.contains(tp)`: the partition must exist,
+            // not only its topic.
+            let known = ctx.partition(&tp).is_some()
+                || ctx
+                    .metadata
+                    .topic(&tp.topic)
+                    .is_some_and(|t| t.partitions.contains_key(&tp.partition));
+            if !known {
                 unknown.push(tp);
                 continue;
             }

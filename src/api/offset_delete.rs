@@ -15,7 +15,9 @@ use crate::actors::consumer_group::{GroupCommand, GroupReply};
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    let partitions: Vec<TopicPartition> = request
+    // Kafka's `metadataCache.contains(tp)` check comes first: partitions
+    // that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
+    let (partitions, unknown): (Vec<TopicPartition>, Vec<TopicPartition>) = request
         .topics
         .iter()
         .flat_map(|t| {
@@ -23,8 +25,14 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
                 .iter()
                 .map(|p| TopicPartition::new(t.name.0.to_string(), p.partition_index))
         })
-        .collect();
-    let results = match ask_group(
+        .partition(|tp| {
+            ctx.partition(tp).is_some()
+                || ctx
+                    .metadata
+                    .topic(&tp.topic)
+                    .is_some_and(|t| t.partitions.contains_key(&tp.partition))
+        });
+    let mut results = match ask_group(
         ctx,
         &request.group_id.0,
         GroupCommand::DeleteOffsets { partitions },
@@ -43,6 +51,11 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
         }
         Err(code) => return OffsetDeleteResponse::default().with_error_code(code),
     };
+    results.extend(
+        unknown
+            .into_iter()
+            .map(|tp| (tp, None, ResponseError::UnknownTopicOrPartition.code())),
+    );
     let mut topics: BTreeMap<String, Vec<OffsetDeleteResponsePartition>> = BTreeMap::new();
     for (tp, _, code) in results {
         topics.entry(tp.topic).or_default().push(
