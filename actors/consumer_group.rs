@@ -433,8 +433,13 @@ impl Handler<GroupCommand> for ConsumerGroup {
                 let group_id = self.group.group_id().to_string();
                 let mut codes = Vec::new();
                 let mut deletable = Vec::new();
+                let active = self.group.state() != GroupState::Empty;
+                let consumer = self.group.protocol_type().is_none_or(|p| p == "consumer");
                 for tp in partitions {
-                    if self.group.state() != GroupState::Empty && subscribed.contains(&tp.topic) {
+                    if active && !consumer {
+                        // Kafka can only tell what a "consumer" group reads.
+                        codes.push((tp, None, ResponseError::NonEmptyGroup.code()));
+                    } else if active && subscribed.contains(&tp.topic) {
                         codes.push((tp, None, ResponseError::GroupSubscribedToTopic.code()));
                     } else {
                         deletable.push(tp);
