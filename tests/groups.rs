@@ -1602,3 +1602,32 @@ fn offset_commit_and_delete_refuse_unknown_partitions() {
         vec![-1]
     );
 }
+
+/// OffsetDelete on a group that has members but is not a "consumer" group
+/// (here a raw member with protocol type "connect") answers NON_EMPTY_GROUP
+/// for every partition, as Kafka does: the broker cannot tell what such a
+/// group reads, so it will not delete offsets under it.
+#[test]
+fn offset_delete_refuses_active_groups_of_other_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path(), &[]);
+    let bootstrap = broker.bootstrap.clone();
+    create_topic(&bootstrap, "connect-data", 1);
+    coordinator_ready(&bootstrap, "g-connect");
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g-connect")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_protocol_type(StrBytes::from_static_str("connect"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("sessioned"))
+            .with_metadata(bytes::Bytes::from_static(b"worker"))]);
+    let joined: JoinGroupResponse = raw(&bootstrap, ApiKey::JoinGroup, 3, &join);
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let (top, codes) = delete_offsets(&bootstrap, "g-connect", "connect-data", &[0]);
+    assert_eq!(top, 0);
+    assert_eq!(
+        codes,
+        vec![kafka_protocol::error::ResponseError::NonEmptyGroup.code()]
+    );
+}
