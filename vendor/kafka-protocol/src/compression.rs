@@ -26,6 +26,24 @@ pub use snappy::Snappy;
 #[cfg(feature = "zstd")]
 pub use zstd::Zstd;
 
+/// ferrolog patch: the most bytes one batch may decompress to. Without a
+/// bound a few KiB of crafted zstd/gzip/lz4 inflate to gigabytes.
+pub const MAX_DECOMPRESSED_BYTES: usize = 64 * 1024 * 1024;
+
+/// ferrolog patch: read at most [`MAX_DECOMPRESSED_BYTES`] from `reader`.
+pub(crate) fn read_bounded<R: std::io::Read>(reader: R, codec: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    reader
+        .take(MAX_DECOMPRESSED_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| anyhow::anyhow!("Failed to decompress {codec}: {e}"))?;
+    if out.len() > MAX_DECOMPRESSED_BYTES {
+        anyhow::bail!("{codec} batch decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes");
+    }
+    Ok(out)
+}
+
 /// A trait for record compression algorithms.
 pub trait Compressor<B: ByteBufMut> {
     /// Target buffer type for compression.

@@ -41,6 +41,10 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
         // Allocate a temporary buffer to hold the uncompressed bytes
         let buf = buf.copy_to_bytes(buf.remaining());
         let actual_len = decompress_len(&buf).context("Failed to decompress snappy")?;
+        // ferrolog patch: the declared length is checked before allocating.
+        if actual_len > super::MAX_DECOMPRESSED_BYTES {
+            anyhow::bail!("snappy batch declares {actual_len} decompressed bytes");
+        }
         let mut tmp = BytesMut::new();
         tmp.resize(actual_len, 0);
 
