@@ -270,12 +270,17 @@ impl OffsetIndex {
         self.file.truncate(keep)
     }
 
-    /// The largest indexed position at or below `position`: an entry
-    /// boundary known without reading the log.
-    pub fn floor_position(&self, position: u64) -> Option<u64> {
+    /// The indexed entry with the largest position at or below `position`:
+    /// (its last offset, its position).
+    pub fn floor_position(&self, position: u64) -> Option<(i64, u64)> {
         let entries = self.file.entries();
         let at = entries.partition_point(|e| e.position as u64 <= position);
-        at.checked_sub(1).map(|i| entries[i].position as u64)
+        at.checked_sub(1).map(|i| {
+            (
+                self.base_offset + entries[i].relative_offset as i64,
+                entries[i].position as u64,
+            )
+        })
     }
 
     pub fn is_full(&self) -> bool {

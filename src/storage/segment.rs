@@ -449,8 +449,12 @@ impl Segment {
             // Cut at an entry boundary when the index knows one past the
             // first entry: a partial entry at the end would be sent again by
             // the next fetch (Kafka sends it anyway; clients drop it).
-            if let Some(boundary) = self.offset_index.floor_position(position + length) {
-                if boundary >= position + min_bytes && boundary > position {
+            if let Some((offset, boundary)) = self.offset_index.floor_position(position + length) {
+                // The index is a cache: cut only where its entry really starts.
+                let verified = boundary >= position + min_bytes
+                    && boundary > position
+                    && matches!(self.read_header_at(boundary), Ok(Some(h)) if h.last_offset == offset);
+                if verified {
                     length = boundary - position;
                 }
             }
