@@ -5,6 +5,11 @@
 //! persists through the shared log actor and announces every new high
 //! watermark on a `watch` channel, which is how parked fetches wake up.
 //!
+//! It runs under a supervisor: when it stops it is restarted after a
+//! backoff and rebuilds its offsets from the log; past its restart budget it
+//! stays up but offline (every request gets KAFKA_STORAGE_ERROR) rather than
+//! restarting in a loop.
+//!
 //! It never touches a file, and never serves records above the high
 //! watermark to consumers.
 
@@ -15,8 +20,9 @@ use tokio::sync::watch;
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
-use super::log::{self as log_actor, LogActor, LogActorError};
+use super::log::{self as log_actor, GetLogOffsets, LogActor, LogActorError};
 use super::log_shard::LogOffsets;
+use super::supervisor::RestartBudget;
 
 /// A partition's offsets, as the partition actor last knew them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +44,10 @@ pub struct PartitionActor {
     log: Addr<LogActor>,
     state: PartitionState,
     high_watermark: watch::Sender<i64>,
+    restarts: RestartBudget,
+    /// Why the partition no longer serves, once its restart budget is spent
+    /// or its log cannot be read back.
+    offline: Option<String>,
 }
 
 impl PartitionActor {
@@ -53,11 +63,22 @@ impl PartitionActor {
                 high_watermark: offsets.log_end_offset,
             },
             high_watermark: sender,
+            restarts: RestartBudget::default(),
+            offline: None,
         };
         PartitionHandle {
-            addr: actor.start(),
+            addr: actix::Supervisor::start(move |_| actor),
             high_watermark: receiver,
         }
+    }
+
+    fn offline_error(&self) -> Option<LogActorError> {
+        self.offline
+            .as_ref()
+            .map(|reason| LogActorError::PartitionOffline {
+                tp: self.tp.clone(),
+                reason: reason.clone(),
+            })
     }
 
     fn advance(&mut self, log_end_offset: i64, log_start_offset: i64) {
@@ -80,6 +101,66 @@ impl Actor for PartitionActor {
     }
 }
 
+impl actix::Supervised for PartitionActor {
+    fn restarting(&mut self, ctx: &mut Context<Self>) {
+        if self.offline.is_some() {
+            // Stopped on purpose (or already given up on): stay down.
+            return;
+        }
+        if !self.restarts.record_restart(std::time::Instant::now()) {
+            log::error!("partition {} keeps failing; it stays offline", self.tp);
+            self.offline = Some("restarted too often".into());
+            return;
+        }
+        let backoff = self.restarts.backoff();
+        log::warn!(
+            "partition {} restarts in {backoff:?} and rebuilds its state from the log",
+            self.tp
+        );
+        let offsets = self.log.send(GetLogOffsets {
+            tp: self.tp.clone(),
+        });
+        let rebuild = async move {
+            tokio::time::sleep(backoff).await;
+            offsets.await
+        };
+        // Nothing is served until the state is rebuilt.
+        ctx.wait(
+            rebuild
+                .into_actor(self)
+                .map(|result, actor, _ctx| match result {
+                    Ok(Ok(offsets)) => {
+                        actor.state = PartitionState {
+                            log_start_offset: offsets.log_start_offset,
+                            log_end_offset: offsets.log_end_offset,
+                            high_watermark: offsets.log_end_offset,
+                        };
+                        actor.high_watermark.send_replace(offsets.log_end_offset);
+                    }
+                    Ok(Err(e)) => actor.offline = Some(e.to_string()),
+                    Err(_) => actor.offline = Some("the log actor is gone".into()),
+                }),
+        );
+    }
+}
+
+/// Stop and restart this partition actor, rebuilding its state from the
+/// log (an operator's or a test's way to exercise supervision).
+#[derive(Debug)]
+pub struct Restart;
+
+impl Message for Restart {
+    type Result = ();
+}
+
+impl Handler<Restart> for PartitionActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Restart, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
 /// Append a producer's records (acks 0, 1 or all: all behaves as 1 until
 /// replication exists).
 #[derive(Debug)]
@@ -96,6 +177,9 @@ impl Handler<AppendRecords> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<(AppendInfo, i64), LogActorError>>;
 
     fn handle(&mut self, msg: AppendRecords, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(e) = self.offline_error() {
+            return Box::pin(fut::ready(Err(e)));
+        }
         let append = self.log.send(log_actor::Append {
             tp: self.tp.clone(),
             records: msg.records,
@@ -135,6 +219,9 @@ impl Handler<ReadRecords> for PartitionActor {
     type Result = ResponseFuture<Result<PartitionRead, LogActorError>>;
 
     fn handle(&mut self, msg: ReadRecords, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(e) = self.offline_error() {
+            return Box::pin(async move { Err(e) });
+        }
         let state = self.state;
         let read = self.log.send(log_actor::Read {
             tp: self.tp.clone(),
@@ -272,6 +359,7 @@ impl Handler<StopPartition> for PartitionActor {
     type Result = ();
 
     fn handle(&mut self, _msg: StopPartition, ctx: &mut Context<Self>) {
+        self.offline = Some("the partition was stopped".into());
         ctx.stop();
     }
 }

@@ -1,0 +1,114 @@
+//! Supervision of partition actors, in-process over real files: a partition
+//! actor that stops is restarted after a backoff and rebuilds its offsets
+//! from the log; one that keeps failing stops restarting and goes offline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrolog::actors::log::{Append, CreateLog, LogActor, LogActorConfig, LogActorError};
+use ferrolog::actors::partition::{AppendRecords, GetState, PartitionActor, Restart};
+use ferrolog::clock::SystemClock;
+use ferrolog::storage::testing::batch_v2;
+use ferrolog::storage::LogConfig;
+use ferrolog::topic_partition::TopicPartition;
+use kafka_protocol::records::Compression;
+
+/// Appends made to the log behind the partition actor's back are invisible
+/// to it until it restarts; after a `Restart` it has rebuilt its log end
+/// offset and high watermark from the log, and serves appends again.
+#[test]
+fn a_restarted_partition_rebuilds_its_state_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
+        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
+            .await
+            .unwrap();
+        let tp = TopicPartition::new("supervised", 0);
+        let offsets = log
+            .send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let partition = PartitionActor::start(tp.clone(), log.clone(), offsets);
+        let batch = batch_v2(5, 10, Compression::None);
+        for _ in 0..2 {
+            log.send(Append {
+                tp: tp.clone(),
+                records: batch.clone(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        assert_eq!(
+            partition.addr.send(GetState).await.unwrap().log_end_offset,
+            0,
+            "stale before the restart"
+        );
+        partition.addr.send(Restart).await.unwrap();
+        // The first restart waits 100 ms; poll, bounded.
+        let mut state = partition.addr.send(GetState).await.unwrap();
+        for _ in 0..50 {
+            if state.log_end_offset == 10 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            state = partition.addr.send(GetState).await.unwrap();
+        }
+        assert_eq!((state.log_end_offset, state.high_watermark), (10, 10));
+        assert_eq!(*partition.high_watermark.borrow(), 10);
+        let (info, _) = partition
+            .addr
+            .send(AppendRecords {
+                records: batch.clone(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(info.first_offset, 10);
+    });
+}
+
+/// Past its restart budget (5 restarts a minute) a partition actor does not
+/// restart in a loop: it stays up and answers KAFKA_STORAGE_ERROR-mapped
+/// PartitionOffline to every append.
+#[test]
+fn a_partition_that_keeps_failing_goes_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
+        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
+            .await
+            .unwrap();
+        let tp = TopicPartition::new("flaky", 0);
+        let offsets = log
+            .send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let partition = PartitionActor::start(tp, log, offsets);
+        for _ in 0..6 {
+            partition.addr.send(Restart).await.unwrap();
+            // Each restart waits for its backoff before serving again.
+            let _ = partition.addr.send(GetState).await.unwrap();
+        }
+        let outcome = partition
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(1, 10, Compression::None),
+            })
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, Err(LogActorError::PartitionOffline { .. })),
+            "{outcome:?}"
+        );
+    });
+}
