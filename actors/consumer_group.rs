@@ -97,7 +97,14 @@ pub struct ConsumerGroup {
     pending_joins: HashMap<String, oneshot::Sender<JoinResult>>,
     pending_syncs: HashMap<String, oneshot::Sender<SyncResult>>,
     clock: SharedClock,
-    offsets_retention_ms: i64,
+    retention: OffsetRetention,
+}
+
+/// `offsets.retention.minutes` (as ms) and `offsets.retention.check.interval.ms`.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetRetention {
+    pub retention_ms: i64,
+    pub check_interval_ms: u64,
 }
 
 impl ConsumerGroup {
@@ -106,7 +113,7 @@ impl ConsumerGroup {
         log: PartitionHandle,
         offsets: HashMap<TopicPartition, OffsetAndMetadata>,
         clock: SharedClock,
-        offsets_retention_ms: i64,
+        retention: OffsetRetention,
     ) -> Self {
         ConsumerGroup {
             group,
@@ -115,7 +122,7 @@ impl ConsumerGroup {
             pending_joins: HashMap::new(),
             pending_syncs: HashMap::new(),
             clock,
-            offsets_retention_ms,
+            retention,
         }
     }
 
@@ -190,16 +197,25 @@ impl ConsumerGroup {
 
     fn expire_offsets(&mut self, ctx: &mut Context<Self>) {
         // Kafka 2.1+: offsets of an Empty group expire `offsets.retention.minutes`
-        // after it became Empty.
+        // after it became Empty; a group that never had members (standalone
+        // commits) expires each offset that long after its commit.
         let now = self.now();
         if self.group.state() != GroupState::Empty || self.offsets.is_empty() {
             return;
         }
-        let empty_since = self.group.snapshot(now).current_state_timestamp_ms;
-        if empty_since < 0 || now - empty_since < self.offsets_retention_ms {
+        // A group that never changed state has no timestamp; with -1 as
+        // "now" the snapshot reports that as -1, and commit times decide.
+        let empty_since = self.group.snapshot(-1).current_state_timestamp_ms;
+        let retention_ms = self.retention.retention_ms;
+        let expired: Vec<TopicPartition> = self
+            .offsets
+            .iter()
+            .filter(|(_, o)| now - empty_since.max(o.commit_timestamp_ms) >= retention_ms)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        if expired.is_empty() {
             return;
         }
-        let expired: Vec<TopicPartition> = self.offsets.keys().cloned().collect();
         let records = expired
             .iter()
             .map(|tp| offset_record(self.group.group_id(), tp, None))
@@ -250,9 +266,8 @@ impl Actor for ConsumerGroup {
             let effects = actor.group.tick(now);
             actor.apply(effects, ctx);
         });
-        ctx.run_interval(Duration::from_secs(60), |actor, ctx| {
-            actor.expire_offsets(ctx)
-        });
+        let check = Duration::from_millis(self.retention.check_interval_ms.max(1));
+        ctx.run_interval(check, |actor, ctx| actor.expire_offsets(ctx));
     }
 }
 

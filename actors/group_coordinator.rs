@@ -20,7 +20,7 @@ use crate::group::state::{Group, GroupConfig, GroupSnapshot};
 use crate::group::{partition_for, OFFSETS_TOPIC};
 use crate::topic_partition::TopicPartition;
 
-use super::consumer_group::{ConsumerGroup, GroupCommand, GroupReply};
+use super::consumer_group::{ConsumerGroup, GroupCommand, GroupReply, OffsetRetention};
 use super::controller::{Controller, CreateTopic, TopicError};
 use super::partition::{PartitionRegistry, ReadRecords};
 
@@ -31,6 +31,7 @@ pub struct CoordinatorConfig {
     pub offsets_topic_partitions: i32,
     pub offsets_topic_replication_factor: i16,
     pub offsets_retention_ms: i64,
+    pub offsets_retention_check_interval_ms: u64,
 }
 
 impl CoordinatorConfig {
@@ -45,6 +46,7 @@ impl CoordinatorConfig {
             offsets_topic_partitions: config.offsets_topic_num_partitions,
             offsets_topic_replication_factor: config.offsets_topic_replication_factor,
             offsets_retention_ms: config.offsets_retention_minutes as i64 * 60_000,
+            offsets_retention_check_interval_ms: config.offsets_retention_check_interval_ms,
         }
     }
 }
@@ -151,7 +153,10 @@ impl GroupCoordinator {
             log,
             offsets,
             self.clock.clone(),
-            self.config.offsets_retention_ms,
+            OffsetRetention {
+                retention_ms: self.config.offsets_retention_ms,
+                check_interval_ms: self.config.offsets_retention_check_interval_ms,
+            },
         )
         .start();
         self.groups.insert(group_id, addr.clone());

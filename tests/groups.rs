@@ -728,24 +728,7 @@ where
     Req: Encodable + HeaderVersion,
     Resp: Decodable + HeaderVersion,
 {
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(9)
-        .with_client_id(Some(StrBytes::from_static_str("groups-test")));
-    let frame = ferrolog::protocol::encode_request(&header, api, request).expect("encodes");
-    let mut stream = TcpStream::connect(bootstrap).expect("connect");
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    stream.write_all(&frame).expect("send");
-    let mut prefix = [0u8; 4];
-    stream.read_exact(&mut prefix).expect("response length");
-    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-    stream.read_exact(&mut body).expect("response body");
-    let mut buf = bytes::Bytes::from(body);
-    let response_header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
-        .expect("response header");
-    assert_eq!(response_header.correlation_id, 9);
-    Resp::decode(&mut buf, version).expect("response body decodes")
+    common::raw_request(bootstrap, api, version, request, TIMEOUT)
 }
 
 /// OffsetFetch v7: the committed offset of each partition (-1: none).

@@ -195,3 +195,39 @@ pub fn require_tool(tool: &str) -> PathBuf {
     );
     PathBuf::from(path)
 }
+
+/// One request and its response on a fresh connection, encoded and decoded
+/// with kafka-protocol (no client library in between).
+pub fn raw_request<Req, Resp>(
+    bootstrap: &str,
+    api: kafka_protocol::messages::ApiKey,
+    version: i16,
+    request: &Req,
+    timeout: Duration,
+) -> Resp
+where
+    Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
+    Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
+{
+    use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+    use kafka_protocol::protocol::{Decodable, StrBytes};
+    use std::io::{Read, Write};
+    let header = RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(9)
+        .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")));
+    let frame = ferrolog::protocol::encode_request(&header, api, request).expect("encodes");
+    let mut stream = std::net::TcpStream::connect(bootstrap).expect("connect");
+    stream.set_read_timeout(Some(timeout)).expect("timeout");
+    stream.write_all(&frame).expect("send");
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).expect("response length");
+    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).expect("response body");
+    let mut buf = bytes::Bytes::from(body);
+    let response_header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
+        .expect("response header");
+    assert_eq!(response_header.correlation_id, 9);
+    Resp::decode(&mut buf, version).expect("response body decodes")
+}
