@@ -105,11 +105,12 @@ impl GroupCoordinator {
             self.loads.insert(partition, Load::Loading);
             let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
             let partitions = self.partitions.clone();
+            let started = std::time::Instant::now();
             let load = async move { read_groups(&partitions, &tp).await };
             ctx.spawn(
                 load.into_actor(self)
                     .map(move |result, actor, _ctx| match result {
-                        Ok(groups) => {
+                        Ok((groups, scanned)) => {
                             let count = groups.len();
                             for (group_id, loaded) in groups {
                                 actor.start_group(
@@ -119,7 +120,14 @@ impl GroupCoordinator {
                                     loaded.offsets,
                                 );
                             }
-                            log::info!("loaded {count} group(s) from {OFFSETS_TOPIC}-{partition}");
+                            let level = if count > 0 { log::Level::Info } else { log::Level::Debug };
+                            log::log!(
+                                level,
+                                "loaded {count} group(s) from {OFFSETS_TOPIC}-{partition}: {} records, {} bytes in {} ms",
+                                scanned.records,
+                                scanned.bytes,
+                                started.elapsed().as_millis()
+                            );
                             actor.loads.insert(partition, Load::Loaded);
                         }
                         Err(e) => {
@@ -191,7 +199,8 @@ impl GroupCoordinator {
 async fn read_groups(
     partitions: &PartitionRegistry,
     tp: &TopicPartition,
-) -> Result<BTreeMap<String, LoadedGroupState>, String> {
+) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), String> {
+    let mut scanned = Scanned::default();
     let handle = partitions
         .get(tp)
         .ok_or_else(|| format!("{tp} is not led here"))?;
@@ -218,6 +227,8 @@ async fn read_groups(
         };
         let bytes = region.read_to_vec().map_err(|e| e.to_string())?;
         let (records, last) = decode_records(&bytes).map_err(|e| e.to_string())?;
+        scanned.bytes += bytes.len() as u64;
+        scanned.records += records.len() as u64;
         for record in records {
             match record {
                 GroupRecord::Offset { group, tp, value } => {
@@ -245,7 +256,14 @@ async fn read_groups(
         }
     }
     groups.retain(|_, g| g.snapshot.is_some() || !g.offsets.is_empty());
-    Ok(groups)
+    Ok((groups, scanned))
+}
+
+/// What loading a partition read (the cost of loading without compaction).
+#[derive(Debug, Default)]
+struct Scanned {
+    records: u64,
+    bytes: u64,
 }
 
 #[derive(Debug, Default)]
