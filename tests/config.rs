@@ -54,6 +54,9 @@ fn shipped_file_is_defaults_plus_single_node_values() {
         log_dirs: config.log_dirs.clone(),
         listeners: config.listeners.clone(),
         advertised_listeners: config.advertised_listeners.clone(),
+        // One broker can hold one replica of __consumer_offsets (Kafka's own
+        // sample file sets 1 too).
+        offsets_topic_replication_factor: 1,
         ..BrokerConfig::default()
     };
     assert_eq!(config, expected);
