@@ -526,6 +526,18 @@ mod tests {
         }
     }
 
+    /// A valid batch whose base timestamp is i64::MAX decodes (wrapping, as
+    /// Java does) instead of panicking on overflow: the fuzzer found this.
+    #[test]
+    fn extreme_base_timestamp_does_not_panic_the_decoder() {
+        let mut batch = batch_v2(3, 10, Compression::None).to_vec();
+        batch[27..35].copy_from_slice(&i64::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&batch[V2_ATTRIBUTES_POS..]);
+        batch[V2_CRC_POS..V2_CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+        let records = decode_entry(&batch, 0).unwrap();
+        assert_eq!(records.len(), 3);
+    }
+
     /// Garbage never panics the parser.
     #[test]
     fn garbage_is_an_error() {

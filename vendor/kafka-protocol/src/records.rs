@@ -1090,11 +1090,13 @@ impl Record {
 
         // Timestamp delta
         let timestamp_delta: i32 = types::VarInt.decode(buf)?;
-        let timestamp = batch_decode_info.min_timestamp + timestamp_delta as i64;
+        // ferrolog patch: wrapping, as Java's long arithmetic; a hostile
+        // base timestamp must not panic the decoder.
+        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta as i64);
 
         // Offset delta
         let offset_delta: i32 = types::VarInt.decode(buf)?;
-        let offset = batch_decode_info.min_offset + offset_delta as i64;
+        let offset = batch_decode_info.min_offset.wrapping_add(offset_delta as i64);
         let sequence = batch_decode_info.base_sequence.wrapping_add(offset_delta);
 
         // Key
