@@ -286,28 +286,66 @@ fn python_script(script: &str, bootstrap: &str, args: &[&str]) -> Output {
 /// and reads them back, byte for byte, with an assigned group-less consumer;
 /// the stored entries have message format `magic`.
 fn kafka_python_round_trip(version: &str, magic: i8) {
+    kafka_python_round_trip_with(version, magic, None);
+}
+
+/// Round trip with kafka-python at `version`, optionally compressed with
+/// `(codec name, codec id)`; every stored entry must have `magic` and that
+/// codec.
+fn kafka_python_round_trip_with(version: &str, magic: i8, compression: Option<(&str, u8)>) {
     require_python_module("kafka");
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    let topic = format!("kafka-python-{}", version.replace('.', "_"));
+    let codec_name = compression.map_or("none", |(name, _)| name);
+    let topic = format!("kafka-python-{}-{codec_name}", version.replace('.', "_"));
     create_topic(&broker.bootstrap, &topic, 1);
-    python_script(
-        "kafka_python_roundtrip.py",
-        &broker.bootstrap,
-        &[
-            "--topic",
-            &topic,
-            "--count",
-            "1000",
-            "--api-version",
-            version,
-        ],
-    );
+    let mut args = vec![
+        "--topic",
+        &topic,
+        "--count",
+        "1000",
+        "--api-version",
+        version,
+    ];
+    if let Some((name, _)) = compression {
+        args.extend(["--compression", name]);
+    }
+    python_script("kafka_python_roundtrip.py", &broker.bootstrap, &args);
+    let codec = compression.map_or(0, |(_, id)| id);
     let formats = entry_formats(dir.path(), &topic, 0);
+    assert_compressed_as_sent(&formats, magic, codec);
+}
+
+/// Every stored entry has `magic`, and is compressed with `codec` except
+/// where kafka-python sent it uncompressed because compressing did not
+/// shrink it (its `_maybe_compress`); at least one entry carries `codec`.
+fn assert_compressed_as_sent(formats: &[(i8, u8)], magic: i8, codec: u8) {
     assert!(
-        formats.iter().all(|&f| f == (magic, 0)),
+        formats
+            .iter()
+            .all(|&(m, c)| m == magic && (c == codec || c == 0)),
         "stored formats {formats:?}"
     );
+    assert!(
+        formats.iter().any(|&(_, c)| c == codec),
+        "no entry stored with codec {codec}: {formats:?}"
+    );
+}
+
+/// kafka-python at `api_version=(0, 10)` with gzip: message format v1
+/// compressed wrappers are stored as sent (magic 1, codec 1) with the
+/// offset of their last inner message, and 1000 keyed records read back
+/// exactly.
+#[test]
+fn kafka_python_message_format_v1_gzip_round_trip() {
+    kafka_python_round_trip_with("0.10", 1, Some(("gzip", 1)));
+}
+
+/// The same with lz4 (magic 1 uses standard LZ4 frames).
+#[test]
+fn kafka_python_message_format_v1_lz4_round_trip() {
+    require_python_module("lz4");
+    kafka_python_round_trip_with("0.10", 1, Some(("lz4", 3)));
 }
 
 /// kafka-python negotiating versions through ApiVersions (record batches v2):
@@ -394,10 +432,7 @@ fn kafka_python_lz4_read_by_both_clients() {
         &["--topic", topic, "--count", "1000", "--compression", "lz4"],
     );
     let formats = entry_formats(dir.path(), topic, 0);
-    assert!(
-        formats.iter().all(|&f| f == (2, 3)),
-        "stored formats {formats:?}"
-    );
+    assert_compressed_as_sent(&formats, 2, 3);
     python_script(
         "confluent_roundtrip.py",
         &broker.bootstrap,

@@ -4,9 +4,11 @@
 //! producer sent, so the same bytes go producer -> disk -> consumer.
 //!
 //! It never decodes the records inside a batch on the hot path; only lookups
-//! by timestamp go through `kafka-protocol`'s decoder. Legacy *compressed*
-//! message sets are refused: counting their records needs decompression that
-//! kafka-protocol 0.15 does not do for magic 0/1. It does no I/O.
+//! by timestamp go through `kafka-protocol`'s decoder. A legacy v1
+//! compressed wrapper is decompressed (bounded) once on append, to check and
+//! count its inner messages; its inner offsets are relative, so only the
+//! wrapper's offset changes. Legacy v0 compressed wrappers are refused: their
+//! inner offsets are absolute and would need re-compressing. It does no I/O.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{Record, RecordBatchDecoder};
@@ -293,6 +295,14 @@ pub fn assign_offsets(
                 }
                 1
             }
+            1 => {
+                let entry = &records[position..position + header.size];
+                let count = legacy_inner_count(entry, header.compression, position)?;
+                if let (Some(now), Some(copy)) = (append_time, stamped.as_mut()) {
+                    stamp_v1_append_time(&mut copy[position..position + header.size], now);
+                }
+                count
+            }
             _ => {
                 return Err(BatchError::UnsupportedLegacyCompression {
                     position,
@@ -369,6 +379,90 @@ pub fn decode_entry(entry: &[u8], position: usize) -> Result<Vec<Record>, BatchE
             position,
             reason: e.to_string(),
         })
+}
+
+/// Check and count the inner messages of a v1 compressed wrapper.
+fn legacy_inner_count(entry: &[u8], codec: u8, position: usize) -> Result<i64, BatchError> {
+    let undecodable = |reason: String| BatchError::Undecodable { position, reason };
+    let value = legacy_value(entry).ok_or_else(|| undecodable("wrapper has no value".into()))?;
+    let inner = decompress_legacy(value, codec).map_err(undecodable)?;
+    let mut at = 0;
+    let mut count = 0i64;
+    while at < inner.len() {
+        let header = validate_entry(&inner[at..], position)?;
+        if header.magic != 1 || header.compression != 0 {
+            return Err(undecodable(format!(
+                "inner message {count} has magic {} and codec {}",
+                header.magic, header.compression
+            )));
+        }
+        count += 1;
+        at += header.size;
+    }
+    if count == 0 {
+        return Err(undecodable("compressed wrapper holds no messages".into()));
+    }
+    Ok(count)
+}
+
+/// The value bytes of a legacy message (after crc, magic, attributes, the
+/// v1 timestamp and the key).
+fn legacy_value(entry: &[u8]) -> Option<&[u8]> {
+    let mut at = V1_TIMESTAMP_POS
+        + if entry.get(MAGIC_POS) == Some(&1) {
+            8
+        } else {
+            0
+        };
+    let key_len = read_i32(entry.get(at..at + 4)?, 0);
+    at += 4 + key_len.max(0) as usize;
+    let value_len = read_i32(entry.get(at..at + 4)?, 0);
+    at += 4;
+    (value_len >= 0)
+        .then(|| entry.get(at..at + value_len as usize))
+        .flatten()
+}
+
+/// Java's and kafka-python's legacy snappy: a header, then length-prefixed
+/// raw snappy blocks.
+const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+
+fn decompress_legacy(value: &[u8], codec: u8) -> Result<Vec<u8>, String> {
+    use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy};
+    let whole = |bytes: &[u8], codec: u8| -> Result<Vec<u8>, String> {
+        let mut buf = Bytes::copy_from_slice(bytes);
+        match codec {
+            1 => Gzip::decompress(&mut buf, |b: &mut Bytes| Ok(b.to_vec()))
+                .map_err(|e| e.to_string()),
+            2 => Snappy::decompress(&mut buf, |b: &mut Bytes| Ok(b.to_vec()))
+                .map_err(|e| e.to_string()),
+            3 => {
+                Lz4::decompress(&mut buf, |b: &mut Bytes| Ok(b.to_vec())).map_err(|e| e.to_string())
+            }
+            other => Err(format!("unknown codec {other}")),
+        }
+    };
+    if codec != 2 || !value.starts_with(&XERIAL_MAGIC) {
+        return whole(value, codec);
+    }
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at < value.len() {
+        let len = value
+            .get(at..at + 4)
+            .map(|b| read_i32(b, 0))
+            .filter(|&l| l >= 0)
+            .ok_or("bad xerial block length")? as usize;
+        let block = value
+            .get(at + 4..at + 4 + len)
+            .ok_or("xerial block cut short")?;
+        out.extend_from_slice(&whole(block, 2)?);
+        if out.len() > kafka_protocol::compression::MAX_DECOMPRESSED_BYTES {
+            return Err("snappy wrapper decompresses to too many bytes".into());
+        }
+        at += 4 + len;
+    }
+    Ok(out)
 }
 
 fn stamp_v2_append_time(entry: &mut [u8], now_ms: i64) {
@@ -490,8 +584,10 @@ mod tests {
         assert!(matches!(err, BatchError::TooLarge { max: 100, .. }));
     }
 
-    /// Uncompressed legacy messages get one offset each; compressed legacy
-    /// wrappers are refused with a typed error.
+    /// Uncompressed legacy messages get one offset each; a v1 compressed
+    /// wrapper (gzip, snappy, lz4) gets the offset of its last inner message
+    /// and keeps its bytes; v0 compressed wrappers are refused with a typed
+    /// error.
     #[test]
     fn legacy_formats_get_offsets() {
         for magic in [0, 1] {
@@ -512,18 +608,42 @@ mod tests {
                 .flat_map(|s| s.records.iter().map(|r| r.offset))
                 .collect();
             assert_eq!(offsets, vec![10, 11, 12]);
-            let compressed = legacy_message_set(magic, 3, Compression::Gzip);
-            assert!(matches!(
-                assign_offsets(
-                    BytesMut::from(&compressed[..]),
-                    0,
-                    0,
-                    TimestampType::CreateTime,
-                    1 << 20
-                ),
-                Err(BatchError::UnsupportedLegacyCompression { .. })
-            ));
         }
+        for codec in [Compression::Gzip, Compression::Snappy, Compression::Lz4] {
+            let set = legacy_message_set(1, 3, codec);
+            let assigned = assign_offsets(
+                BytesMut::from(&set[..]),
+                10,
+                5,
+                TimestampType::CreateTime,
+                1 << 20,
+            )
+            .unwrap();
+            assert_eq!(
+                (assigned.first_offset, assigned.last_offset),
+                (10, 12),
+                "{codec:?}"
+            );
+            assert_eq!(assigned.record_count, 3);
+            let written = assigned.to_vec();
+            assert_eq!(
+                read_i64(&written, 0),
+                12,
+                "the wrapper carries its last offset"
+            );
+            assert_eq!(&written[8..], &set[8..], "nothing else changes");
+        }
+        let compressed = legacy_message_set(0, 3, Compression::Gzip);
+        assert!(matches!(
+            assign_offsets(
+                BytesMut::from(&compressed[..]),
+                0,
+                0,
+                TimestampType::CreateTime,
+                1 << 20
+            ),
+            Err(BatchError::UnsupportedLegacyCompression { magic: 0, .. })
+        ));
     }
 
     /// A valid batch whose base timestamp is i64::MAX decodes (wrapping, as

@@ -716,6 +716,21 @@ mod tests {
         assert_eq!(log.offset_for_timestamp(10_905).unwrap(), None);
     }
 
+    /// A lookup by timestamp that lands on a legacy v1 compressed wrapper
+    /// answers the wrapper's first offset (the previous entry's end), not
+    /// its last: a consumer seeking by time must not skip its records.
+    #[test]
+    fn timestamp_lookup_on_a_legacy_compressed_wrapper() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::create(dir.path(), tp(), LogConfig::default(), 0).unwrap();
+        append(&mut log, &batch_v2_at(3, 10, 500), 0);
+        let wrapper = crate::storage::testing::legacy_message_set(1, 3, Compression::Gzip);
+        let info = append(&mut log, &wrapper, 0);
+        assert_eq!((info.first_offset, info.last_offset), (3, 5));
+        let (offset, _) = log.offset_for_timestamp(600).unwrap().unwrap();
+        assert_eq!(offset, 3);
+    }
+
     /// LogAppendTime topics stamp the broker's clock into each batch.
     #[test]
     fn log_append_time() {

@@ -519,9 +519,15 @@ impl Segment {
             return Ok(None);
         }
         let start_offset = self.time_index.lookup(timestamp).max(log_start_offset);
-        let Some((mut position, _)) = self.find_entry(start_offset)?.found else {
+        let lookup = self.find_entry(start_offset)?;
+        let Some((mut position, _)) = lookup.found else {
             return Ok(None);
         };
+        // Offsets are contiguous: an entry starts right after the previous
+        // one ends (what a legacy compressed wrapper does not say itself).
+        let mut next_first = lookup
+            .previous_last_offset
+            .map_or(self.base_offset, |last| last + 1);
         while position < self.size {
             let Some(header) = self.read_header_at(position)? else {
                 break;
@@ -534,10 +540,12 @@ impl Segment {
                 return Ok(first_record_at_or_after(
                     &entry,
                     &header,
+                    next_first,
                     timestamp,
                     log_start_offset,
                 ));
             }
+            next_first = header.last_offset + 1;
             position += header.size as u64;
         }
         Ok(None)
@@ -749,6 +757,7 @@ fn open_rw(path: &Path) -> Result<File, LogError> {
 fn first_record_at_or_after(
     entry: &[u8],
     header: &EntryHeader,
+    first_offset: i64,
     timestamp: i64,
     log_start_offset: i64,
 ) -> Option<(i64, i64)> {
@@ -764,7 +773,7 @@ fn first_record_at_or_after(
             // Never answer "no such offset" for a batch we cannot open: its
             // max timestamp reaches the target, so its first offset does too.
             log::warn!("cannot decode a batch for a timestamp lookup: {e}");
-            let first = header.first_offset().unwrap_or(header.last_offset);
+            let first = header.first_offset().unwrap_or(first_offset);
             return Some((first.max(log_start_offset), header.max_timestamp));
         }
     };
