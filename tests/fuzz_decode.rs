@@ -995,17 +995,22 @@ fn mutated_record_batches_never_panic_assign_offsets() {
                         assigned.record_count as i64,
                         assigned.last_offset - assigned.first_offset + 1
                     );
-                    prop_assert_eq!(assigned.bytes.len(), total);
+                    // Entries tile the output exactly; only a rebuilt v0
+                    // compressed wrapper (re-compressed, as Kafka does) may
+                    // change the size.
                     let mut position = 0;
+                    let mut rebuilt = false;
                     for entry in &assigned.entries {
                         prop_assert_eq!(entry.position, position);
+                        let bytes = &assigned.bytes[entry.position..entry.position + entry.size];
+                        rebuilt |= bytes[16] == 0 && bytes[17] & 0x07 != 0;
                         position += entry.size;
-                        let _ = decode_entry(
-                            &assigned.bytes[entry.position..entry.position + entry.size],
-                            entry.position,
-                        );
+                        let _ = decode_entry(bytes, entry.position);
                     }
-                    prop_assert_eq!(position, total);
+                    prop_assert_eq!(position, assigned.bytes.len());
+                    if !rebuilt {
+                        prop_assert_eq!(assigned.bytes.len(), total);
+                    }
                     "accepted"
                 }
                 Err(e) => match e {

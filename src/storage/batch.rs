@@ -7,8 +7,9 @@
 //! by timestamp go through `kafka-protocol`'s decoder. A legacy v1
 //! compressed wrapper is decompressed (bounded) once on append, to check and
 //! count its inner messages; its inner offsets are relative, so only the
-//! wrapper's offset changes. Legacy v0 compressed wrappers are refused: their
-//! inner offsets are absolute and would need re-compressing. It does no I/O.
+//! wrapper's offset changes. A legacy v0 compressed wrapper carries absolute
+//! inner offsets, so, as Kafka does, it is decompressed, given its offsets
+//! and re-compressed with the same codec. It does no I/O.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{Record, RecordBatchDecoder};
@@ -274,6 +275,8 @@ pub fn assign_offsets(
     let mut offset = next_offset;
     let mut entries = Vec::new();
     let mut max_timestamp = -1;
+    // v0 compressed wrappers rebuilt with new inner offsets, by entry index.
+    let mut rebuilt: Vec<(usize, Vec<u8>)> = Vec::new();
     while position < records.len() {
         let header = validate_entry(&records[position..], position)?;
         if header.size as u64 > max_message_bytes {
@@ -304,10 +307,11 @@ pub fn assign_offsets(
                 count
             }
             _ => {
-                return Err(BatchError::UnsupportedLegacyCompression {
-                    position,
-                    magic: header.magic,
-                })
+                let entry = &records[position..position + header.size];
+                let (count, wrapper) =
+                    reencode_v0_wrapper(entry, header.compression, offset, position)?;
+                rebuilt.push((entries.len(), wrapper));
+                count
             }
         };
         let entry_ts = match (append_time, header.magic) {
@@ -331,8 +335,14 @@ pub fn assign_offsets(
         offset += count;
         position += header.size;
     }
+    let source = stamped.map_or(records, BytesMut::freeze);
+    let bytes = if rebuilt.is_empty() {
+        source
+    } else {
+        splice_rebuilt(&source, &mut entries, rebuilt)
+    };
     Ok(AssignedRecords {
-        bytes: stamped.map_or(records, BytesMut::freeze),
+        bytes,
         first_offset: next_offset,
         last_offset: offset - 1,
         record_count: (offset - next_offset) as u64,
@@ -381,6 +391,85 @@ pub fn decode_entry(entry: &[u8], position: usize) -> Result<Vec<Record>, BatchE
         })
 }
 
+/// The record set with rebuilt entries in place of the originals; entry
+/// positions and sizes follow.
+fn splice_rebuilt(
+    source: &Bytes,
+    entries: &mut [EntryMeta],
+    rebuilt: Vec<(usize, Vec<u8>)>,
+) -> Bytes {
+    let mut replacements: std::collections::HashMap<usize, Vec<u8>> = rebuilt.into_iter().collect();
+    let mut out = BytesMut::with_capacity(source.len());
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let at = out.len();
+        match replacements.remove(&i) {
+            Some(bytes) => out.extend_from_slice(&bytes),
+            None => out.extend_from_slice(&source[entry.position..entry.position + entry.size]),
+        }
+        entry.position = at;
+        entry.size = out.len() - at;
+    }
+    out.freeze()
+}
+
+/// Decompress a v0 wrapper, give its inner messages the absolute offsets
+/// `first_offset..`, re-compress with the same codec and rebuild the wrapper
+/// (new value, size and CRC). Returns the count and the new entry.
+fn reencode_v0_wrapper(
+    entry: &[u8],
+    codec: u8,
+    first_offset: i64,
+    position: usize,
+) -> Result<(i64, Vec<u8>), BatchError> {
+    use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy};
+    let undecodable = |reason: String| BatchError::Undecodable { position, reason };
+    let (key_field, value) =
+        legacy_key_and_value(entry).ok_or_else(|| undecodable("wrapper has no value".into()))?;
+    let mut inner = decompress_legacy(value, codec).map_err(undecodable)?;
+    let mut at = 0;
+    let mut count = 0i64;
+    while at < inner.len() {
+        let header = validate_entry(&inner[at..], position)?;
+        if header.magic != 0 || header.compression != 0 {
+            return Err(undecodable(format!(
+                "inner message {count} has magic {} and codec {}",
+                header.magic, header.compression
+            )));
+        }
+        // The offset field lies outside the message CRC.
+        write_i64(&mut inner[at..], 0, first_offset + count);
+        count += 1;
+        at += header.size;
+    }
+    if count == 0 {
+        return Err(undecodable("compressed wrapper holds no messages".into()));
+    }
+    let mut compressed = BytesMut::new();
+    let fill = |tmp: &mut BytesMut| {
+        tmp.extend_from_slice(&inner);
+        Ok(())
+    };
+    match codec {
+        1 => Gzip::compress(&mut compressed, fill),
+        2 => Snappy::compress(&mut compressed, fill),
+        3 => Lz4::compress(&mut compressed, fill),
+        other => return Err(undecodable(format!("unknown codec {other}"))),
+    }
+    .map_err(|e| undecodable(e.to_string()))?;
+    let mut body = Vec::with_capacity(compressed.len() + key_field.len() + 6);
+    body.push(0); // magic
+    body.push(entry[LEGACY_ATTRIBUTES_POS]);
+    body.extend_from_slice(key_field);
+    body.extend_from_slice(&(compressed.len() as i32).to_be_bytes());
+    body.extend_from_slice(&compressed);
+    let mut wrapper = Vec::with_capacity(body.len() + LOG_OVERHEAD + 4);
+    wrapper.extend_from_slice(&(first_offset + count - 1).to_be_bytes());
+    wrapper.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    wrapper.extend_from_slice(&crc32fast::hash(&body).to_be_bytes());
+    wrapper.extend_from_slice(&body);
+    Ok((count, wrapper))
+}
+
 /// Check and count the inner messages of a v1 compressed wrapper.
 fn legacy_inner_count(entry: &[u8], codec: u8, position: usize) -> Result<i64, BatchError> {
     let undecodable = |reason: String| BatchError::Undecodable { position, reason };
@@ -408,19 +497,27 @@ fn legacy_inner_count(entry: &[u8], codec: u8, position: usize) -> Result<i64, B
 /// The value bytes of a legacy message (after crc, magic, attributes, the
 /// v1 timestamp and the key).
 fn legacy_value(entry: &[u8]) -> Option<&[u8]> {
-    let mut at = V1_TIMESTAMP_POS
-        + if entry.get(MAGIC_POS) == Some(&1) {
-            8
-        } else {
-            0
-        };
-    let key_len = read_i32(entry.get(at..at + 4)?, 0);
-    at += 4 + key_len.max(0) as usize;
-    let value_len = read_i32(entry.get(at..at + 4)?, 0);
-    at += 4;
-    (value_len >= 0)
+    legacy_key_and_value(entry).map(|(_, value)| value)
+}
+
+/// The key field (length prefix included) and the value bytes of a legacy
+/// message.
+fn legacy_key_and_value(entry: &[u8]) -> Option<(&[u8], &[u8])> {
+    let timestamp_len = if entry.get(MAGIC_POS) == Some(&1) {
+        8
+    } else {
+        0
+    };
+    let key_start = V1_TIMESTAMP_POS + timestamp_len;
+    let key_len = read_i32(entry.get(key_start..key_start + 4)?, 0);
+    let value_start = key_start + 4 + key_len.max(0) as usize;
+    let key_field = entry.get(key_start..value_start)?;
+    let value_len = read_i32(entry.get(value_start..value_start + 4)?, 0);
+    let at = value_start + 4;
+    let value = (value_len >= 0)
         .then(|| entry.get(at..at + value_len as usize))
-        .flatten()
+        .flatten()?;
+    Some((key_field, value))
 }
 
 /// Java's and kafka-python's legacy snappy: a header, then length-prefixed
@@ -586,8 +683,8 @@ mod tests {
 
     /// Uncompressed legacy messages get one offset each; a v1 compressed
     /// wrapper (gzip, snappy, lz4) gets the offset of its last inner message
-    /// and keeps its bytes; v0 compressed wrappers are refused with a typed
-    /// error.
+    /// and keeps its bytes; a v0 compressed wrapper is rebuilt with absolute
+    /// inner offsets and a valid CRC.
     #[test]
     fn legacy_formats_get_offsets() {
         for magic in [0, 1] {
@@ -633,17 +730,40 @@ mod tests {
             );
             assert_eq!(&written[8..], &set[8..], "nothing else changes");
         }
-        let compressed = legacy_message_set(0, 3, Compression::Gzip);
-        assert!(matches!(
-            assign_offsets(
-                BytesMut::from(&compressed[..]),
-                0,
-                0,
+        for codec in [Compression::Gzip, Compression::Snappy] {
+            // v0 (gzip and snappy only): inner offsets are absolute, so the
+            // wrapper is rebuilt.
+            let set = legacy_message_set(0, 3, codec);
+            let assigned = assign_offsets(
+                BytesMut::from(&set[..]),
+                10,
+                5,
                 TimestampType::CreateTime,
-                1 << 20
-            ),
-            Err(BatchError::UnsupportedLegacyCompression { magic: 0, .. })
-        ));
+                1 << 20,
+            )
+            .unwrap();
+            assert_eq!(
+                (assigned.first_offset, assigned.last_offset),
+                (10, 12),
+                "{codec:?}"
+            );
+            let written = assigned.to_vec();
+            let header = validate_entry(&written, 0).unwrap();
+            assert_eq!(
+                (header.magic, header.last_offset, header.size),
+                (0, 12, written.len())
+            );
+            let inner =
+                decompress_legacy(legacy_value(&written).unwrap(), header.compression).unwrap();
+            let mut offsets = Vec::new();
+            let mut at = 0;
+            while at < inner.len() {
+                let h = validate_entry(&inner[at..], at).unwrap();
+                offsets.push(h.offset_field);
+                at += h.size;
+            }
+            assert_eq!(offsets, vec![10, 11, 12], "{codec:?}");
+        }
     }
 
     /// A valid batch whose base timestamp is i64::MAX decodes (wrapping, as

@@ -3,8 +3,8 @@
 assigned (group-less) consumer and check they are exactly what was sent.
 
 --api-version auto negotiates with ApiVersions (record batch v2);
-0.10 pins message format v1 (compressed wrappers accepted), 0.9 pins message
-format v0 (uncompressed only: the broker refuses v0 compressed wrappers).
+0.10 pins message format v1, 0.9 pins message format v0 (compressed wrappers
+of both are accepted; v0 ones are rebuilt with absolute inner offsets).
 --compression picks the codec (kafka-python needs the `lz4` package for lz4).
 
 Exit 0 and print "OK ..." on exact equality; exit 1 with the first difference
