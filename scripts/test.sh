@@ -38,6 +38,16 @@ cargo fmt -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 echo "== cargo test"
-cargo test --all-targets
-# Benchmarks are compiled above by --all-targets; run them with
-# `cargo bench --bench storage` and `bench/run.sh`.
+log=$(mktemp)
+set +e
+cargo test --all-targets 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# The last binaries cargo runs (examples, benches) hold no tests; close with
+# the totals over every binary instead.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
+# Benchmarks are compiled above by --all-targets (and run once as a smoke
+# test); measure with `cargo bench --bench storage` and `bench/run.sh`.
+exit "$status"
