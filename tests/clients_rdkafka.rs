@@ -28,7 +28,6 @@ use rdkafka::admin::{
     ResourceSpecifier, TopicReplication,
 };
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{DeliveryResult, Header, Headers, Message, OwnedHeaders};
@@ -66,25 +65,10 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-fn client_config(bootstrap: &str) -> ClientConfig {
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", bootstrap)
-        .set("broker.address.family", "v4")
-        .set("socket.timeout.ms", "30000");
-    config
-}
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    client_config(bootstrap)
-        .create()
-        .expect("the admin client is created")
-}
+use common::{admin, client_config};
 
 fn admin_options() -> AdminOptions {
-    AdminOptions::new()
-        .request_timeout(Some(TIMEOUT))
-        .operation_timeout(Some(TIMEOUT))
+    common::admin_options(TIMEOUT)
 }
 
 /// A consumer that never joins a group and never commits. librdkafka

@@ -91,25 +91,10 @@ fn block_on<F: Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-fn client_config(bootstrap: &str) -> ClientConfig {
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", bootstrap)
-        .set("broker.address.family", "v4")
-        .set("socket.timeout.ms", "30000");
-    config
-}
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    client_config(bootstrap)
-        .create()
-        .expect("the admin client is created")
-}
+use common::{admin, client_config};
 
 fn admin_options() -> AdminOptions {
-    AdminOptions::new()
-        .request_timeout(Some(TIMEOUT))
-        .operation_timeout(Some(TIMEOUT))
+    common::admin_options(TIMEOUT)
 }
 
 fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {

@@ -5,13 +5,38 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::Addr;
 use ferrolog::actors::log::{Append, CreateLog, LogActor, LogActorConfig, LogActorError};
-use ferrolog::actors::partition::{AppendRecords, GetState, PartitionActor, Restart};
+use ferrolog::actors::partition::{
+    AppendRecords, GetState, PartitionActor, PartitionHandle, Restart,
+};
 use ferrolog::clock::SystemClock;
 use ferrolog::storage::testing::batch_v2;
 use ferrolog::storage::LogConfig;
 use ferrolog::topic_partition::TopicPartition;
 use kafka_protocol::records::Compression;
+
+/// A log actor on `dir`, a new log for `<topic>-0`, and its partition actor.
+async fn partition_on_a_new_log(
+    dir: &std::path::Path,
+    topic: &str,
+) -> (Addr<LogActor>, TopicPartition, PartitionHandle) {
+    let config = LogActorConfig::new(vec![dir.to_path_buf()], LogConfig::default());
+    let (log, _) = LogActor::start(config, Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    let offsets = log
+        .send(CreateLog {
+            tp: tp.clone(),
+            config: LogConfig::default(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let partition = PartitionActor::start(tp.clone(), log.clone(), offsets);
+    (log, tp, partition)
+}
 
 /// Appends made to the log behind the partition actor's back are invisible
 /// to it until it restarts; after a `Restart` it has rebuilt its log end
@@ -20,20 +45,7 @@ use kafka_protocol::records::Compression;
 fn a_restarted_partition_rebuilds_its_state_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
-        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
-            .await
-            .unwrap();
-        let tp = TopicPartition::new("supervised", 0);
-        let offsets = log
-            .send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        let partition = PartitionActor::start(tp.clone(), log.clone(), offsets);
+        let (log, tp, partition) = partition_on_a_new_log(dir.path(), "supervised").await;
         let batch = batch_v2(5, 10, Compression::None);
         for _ in 0..2 {
             log.send(Append {
@@ -80,20 +92,7 @@ fn a_restarted_partition_rebuilds_its_state_from_the_log() {
 fn a_partition_that_keeps_failing_goes_offline() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
-        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
-            .await
-            .unwrap();
-        let tp = TopicPartition::new("flaky", 0);
-        let offsets = log
-            .send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        let partition = PartitionActor::start(tp, log, offsets);
+        let (_log, _tp, partition) = partition_on_a_new_log(dir.path(), "flaky").await;
         for _ in 0..6 {
             partition.addr.send(Restart).await.unwrap();
             // Each restart waits for its backoff before serving again.

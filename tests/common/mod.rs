@@ -231,3 +231,29 @@ where
     assert_eq!(response_header.correlation_id, 9);
     Resp::decode(&mut buf, version).expect("response body decodes")
 }
+
+/// librdkafka settings every test client starts from.
+pub fn client_config(bootstrap: &str) -> rdkafka::config::ClientConfig {
+    let mut config = rdkafka::config::ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("socket.timeout.ms", "30000");
+    config
+}
+
+/// An rdkafka admin client for `bootstrap`.
+pub fn admin(
+    bootstrap: &str,
+) -> rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> {
+    client_config(bootstrap)
+        .create()
+        .expect("the admin client is created")
+}
+
+/// Admin request and operation timeouts of `timeout`.
+pub fn admin_options(timeout: Duration) -> rdkafka::admin::AdminOptions {
+    rdkafka::admin::AdminOptions::new()
+        .request_timeout(Some(timeout))
+        .operation_timeout(Some(timeout))
+}
