@@ -5,6 +5,13 @@
 //! as records in its `__consumer_offsets` partition (through that
 //! partition's actor, like any produce), and keeps the committed offsets.
 //!
+//! It runs under the common supervisor: after a panic it restarts and
+//! reloads the group's metadata and committed offsets from its
+//! `__consumer_offsets` partition (never starting empty); callers parked in
+//! JoinGroup/SyncGroup get COORDINATOR_NOT_AVAILABLE and rejoin. Past its
+//! restart budget it answers COORDINATOR_NOT_AVAILABLE to everything.
+//! Completed rebalances and emptied groups are published on the event bus.
+//!
 //! It never answers a caller before what the answer depends on is written,
 //! and never touches files or other groups.
 
@@ -24,7 +31,11 @@ use crate::group::state::{
 };
 use crate::topic_partition::TopicPartition;
 
-use super::partition::{AppendRecords, PartitionHandle};
+use super::event_bus::{BrokerEvent, EventBus};
+use super::partition::{AppendRecords, GetState, PartitionHandle, ReadRecords};
+use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
+use crate::group::records::{decode_records, GroupRecord};
+use crate::group::state::GroupConfig;
 
 const TICK: Duration = Duration::from_millis(100);
 /// Kafka's `offset.metadata.max.bytes` default.
@@ -91,6 +102,7 @@ pub struct LoadedGroup {
 
 pub struct ConsumerGroup {
     group: Group,
+    config: GroupConfig,
     /// Its `__consumer_offsets` partition.
     log: PartitionHandle,
     offsets: HashMap<TopicPartition, OffsetAndMetadata>,
@@ -98,6 +110,10 @@ pub struct ConsumerGroup {
     pending_syncs: HashMap<String, oneshot::Sender<SyncResult>>,
     clock: SharedClock,
     retention: OffsetRetention,
+    events: EventBus,
+    link: SupervisorLink,
+    /// Set past the restart budget: every request answers this.
+    unavailable: bool,
 }
 
 /// `offsets.retention.minutes` (as ms) and `offsets.retention.check.interval.ms`.
@@ -107,22 +123,59 @@ pub struct OffsetRetention {
     pub check_interval_ms: u64,
 }
 
+/// What a group actor needs besides its state.
+#[derive(Clone)]
+pub struct GroupRuntime {
+    pub config: GroupConfig,
+    pub clock: SharedClock,
+    pub retention: OffsetRetention,
+    pub events: EventBus,
+}
+
 impl ConsumerGroup {
-    pub fn new(
+    /// Start the group's actor under supervision, on `arbiter` when given.
+    pub fn start(
         group: Group,
         log: PartitionHandle,
         offsets: HashMap<TopicPartition, OffsetAndMetadata>,
-        clock: SharedClock,
-        retention: OffsetRetention,
-    ) -> Self {
-        ConsumerGroup {
+        runtime: GroupRuntime,
+        arbiter: Option<&ArbiterHandle>,
+    ) -> Addr<ConsumerGroup> {
+        let link = SupervisorLink::default();
+        let spec = ChildSpec::new(format!("group {}", group.group_id()), Escalation::Degrade);
+        let actor = ConsumerGroup {
             group,
+            config: runtime.config,
             log,
             offsets,
             pending_joins: HashMap::new(),
             pending_syncs: HashMap::new(),
-            clock,
-            retention,
+            clock: runtime.clock,
+            retention: runtime.retention,
+            events: runtime.events,
+            link: link.clone(),
+            unavailable: false,
+        };
+        supervise(arbiter, spec, link, move |_| actor)
+    }
+
+    /// Publish what a request or a tick changed.
+    fn publish_transition(&self, before: (GroupState, i32)) {
+        let now = (self.group.state(), self.group.generation_id());
+        if now == before {
+            return;
+        }
+        let group_id = self.group.group_id().to_string();
+        match now.0 {
+            GroupState::Stable => self.events.publish(BrokerEvent::GroupRebalanced {
+                group_id,
+                generation_id: now.1,
+                members: self.group.members().len(),
+            }),
+            GroupState::Empty if before.0 != GroupState::Empty => {
+                self.events.publish(BrokerEvent::GroupEmptied { group_id })
+            }
+            _ => {}
         }
     }
 
@@ -256,6 +309,146 @@ fn with_error(effect: Effect, code: i16) -> Effect {
     }
 }
 
+/// Read a whole `__consumer_offsets` partition and fold it into groups: the
+/// latest record per key wins, tombstones delete. Until compaction exists
+/// this reads everything the partition ever held.
+pub async fn read_groups(
+    handle: &PartitionHandle,
+) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), String> {
+    let mut scanned = Scanned::default();
+    let mut groups: BTreeMap<String, LoadedGroupState> = BTreeMap::new();
+    let state = handle
+        .addr
+        .send(GetState)
+        .await
+        .map_err(|_| "partition actor stopped".to_string())?;
+    let mut offset = state.log_start_offset;
+    // Bounded: every round advances past at least one whole batch.
+    while offset < state.high_watermark {
+        let read = handle
+            .addr
+            .send(ReadRecords {
+                offset,
+                max_bytes: 1 << 20,
+            })
+            .await
+            .map_err(|_| "partition actor stopped".to_string())?
+            .map_err(|e| e.to_string())?;
+        let Some(region) = read.read.region else {
+            break;
+        };
+        let bytes = region.read_to_vec().map_err(|e| e.to_string())?;
+        let (records, last) = decode_records(&bytes).map_err(|e| e.to_string())?;
+        scanned.bytes += bytes.len() as u64;
+        scanned.records += records.len() as u64;
+        for record in records {
+            match record {
+                GroupRecord::Offset { group, tp, value } => {
+                    let entry = groups.entry(group).or_default();
+                    match value {
+                        Some(value) => {
+                            entry.offsets.insert(tp, value);
+                        }
+                        None => {
+                            entry.offsets.remove(&tp);
+                        }
+                    }
+                }
+                GroupRecord::Group { group, value } => match value {
+                    Some(snapshot) => groups.entry(group).or_default().snapshot = Some(snapshot),
+                    None => {
+                        groups.remove(&group);
+                    }
+                },
+            }
+        }
+        match last {
+            Some(last) if last >= offset => offset = last + 1,
+            _ => break,
+        }
+    }
+    groups.retain(|_, g| g.snapshot.is_some() || !g.offsets.is_empty());
+    Ok((groups, scanned))
+}
+
+/// What loading a partition read (the cost of loading without compaction).
+#[derive(Debug, Default)]
+pub struct Scanned {
+    pub records: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct LoadedGroupState {
+    pub snapshot: Option<GroupSnapshot>,
+    pub offsets: HashMap<TopicPartition, OffsetAndMetadata>,
+}
+
+/// What a group past its restart budget answers.
+fn unavailable_reply(command: &GroupCommand) -> GroupReply {
+    let code = ResponseError::CoordinatorNotAvailable.code();
+    match command {
+        GroupCommand::Join(request) => {
+            GroupReply::Join(JoinResult::error(&request.member_id, code))
+        }
+        GroupCommand::Sync(_) => GroupReply::Sync(SyncResult::error(code)),
+        GroupCommand::Leave { members } => GroupReply::Codes(vec![code; members.len().max(1)]),
+        GroupCommand::CommitOffsets { offsets, .. } => GroupReply::Offsets(
+            offsets
+                .iter()
+                .map(|(tp, _)| (tp.clone(), None, code))
+                .collect(),
+        ),
+        GroupCommand::DeleteOffsets { partitions } => GroupReply::Offsets(
+            partitions
+                .iter()
+                .map(|tp| (tp.clone(), None, code))
+                .collect(),
+        ),
+        GroupCommand::FetchOffsets { .. }
+        | GroupCommand::Heartbeat { .. }
+        | GroupCommand::Describe
+        | GroupCommand::Delete => GroupReply::Code(code),
+    }
+}
+
+impl actix::Supervised for ConsumerGroup {
+    fn restarting(&mut self, ctx: &mut Context<Self>) {
+        // Callers parked in Join/Sync are answered COORDINATOR_NOT_AVAILABLE
+        // (their senders drop) and rejoin.
+        self.pending_joins.clear();
+        self.pending_syncs.clear();
+        let group_id = self.group.group_id().to_string();
+        if let Some(cause) = self.link.escalated() {
+            log::error!("group {group_id} is unavailable: {cause}");
+            self.unavailable = true;
+            return;
+        }
+        log::warn!("group {group_id} restarts and reloads from its __consumer_offsets partition");
+        let log = self.log.clone();
+        // Nothing is served until the group is reloaded.
+        ctx.wait(async move { read_groups(&log).await }.into_actor(self).map(
+            move |result, actor, _ctx| match result {
+                Ok((mut groups, _)) => {
+                    let loaded = groups.remove(&group_id).unwrap_or_default();
+                    let now = actor.now();
+                    actor.group = match loaded.snapshot {
+                        Some(snapshot) => {
+                            Group::restore(group_id, actor.config.clone(), snapshot, now)
+                        }
+                        None => Group::new(group_id, actor.config.clone()),
+                    };
+                    actor.offsets = loaded.offsets;
+                }
+                Err(e) => {
+                    log::error!("group {group_id} cannot reload ({e}); it is unavailable");
+                    actor.unavailable = true;
+                }
+            },
+        ));
+    }
+}
+
 impl Actor for ConsumerGroup {
     type Context = Context<Self>;
 
@@ -263,8 +456,10 @@ impl Actor for ConsumerGroup {
         ctx.set_mailbox_capacity(1024);
         ctx.run_interval(TICK, |actor, ctx| {
             let now = actor.now();
+            let before = (actor.group.state(), actor.group.generation_id());
             let effects = actor.group.tick(now);
             actor.apply(effects, ctx);
+            actor.publish_transition(before);
         });
         let check = Duration::from_millis(self.retention.check_interval_ms.max(1));
         ctx.run_interval(check, |actor, ctx| actor.expire_offsets(ctx));
@@ -275,12 +470,29 @@ impl Handler<GroupCommand> for ConsumerGroup {
     type Result = ResponseActFuture<Self, GroupReply>;
 
     fn handle(&mut self, command: GroupCommand, ctx: &mut Context<Self>) -> Self::Result {
+        if self.unavailable {
+            return Box::pin(fut::ready(unavailable_reply(&command)));
+        }
+        let before = (self.group.state(), self.group.generation_id());
+        let reply = self.handle_command(command, ctx);
+        self.publish_transition(before);
+        reply
+    }
+}
+
+impl ConsumerGroup {
+    fn handle_command(
+        &mut self,
+        command: GroupCommand,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, GroupReply> {
+        type Reply = ResponseActFuture<ConsumerGroup, GroupReply>;
         let now = self.now();
-        let ready = |reply: GroupReply| -> Self::Result { Box::pin(fut::ready(reply)) };
+        let ready = |reply: GroupReply| -> Reply { Box::pin(fut::ready(reply)) };
         match command {
             GroupCommand::Join(request) => {
                 let (outcome, effects) = self.group.join(request, now);
-                let reply: Self::Result = match outcome {
+                let reply: Reply = match outcome {
                     JoinOutcome::Respond(result) => ready(GroupReply::Join(result)),
                     JoinOutcome::Wait { member_id } => {
                         let (tx, rx) = oneshot::channel();
@@ -288,7 +500,8 @@ impl Handler<GroupCommand> for ConsumerGroup {
                         Box::pin(
                             async move {
                                 rx.await.unwrap_or_else(|_| JoinResult {
-                                    error_code: ResponseError::UnknownMemberId.code(),
+                                    // The actor restarted under this caller.
+                                    error_code: ResponseError::CoordinatorNotAvailable.code(),
                                     generation_id: -1,
                                     protocol_type: None,
                                     protocol_name: None,
@@ -308,7 +521,7 @@ impl Handler<GroupCommand> for ConsumerGroup {
             }
             GroupCommand::Sync(request) => {
                 let (outcome, effects) = self.group.sync(request, now);
-                let reply: Self::Result = match outcome {
+                let reply: Reply = match outcome {
                     SyncOutcome::Respond(result) => ready(GroupReply::Sync(result)),
                     SyncOutcome::Wait { member_id } => {
                         let (tx, rx) = oneshot::channel();
@@ -316,7 +529,7 @@ impl Handler<GroupCommand> for ConsumerGroup {
                         Box::pin(
                             async move {
                                 rx.await.unwrap_or_else(|_| SyncResult {
-                                    error_code: ResponseError::UnknownMemberId.code(),
+                                    error_code: ResponseError::CoordinatorNotAvailable.code(),
                                     protocol_type: None,
                                     protocol_name: None,
                                     assignment: Bytes::new(),
@@ -335,6 +548,7 @@ impl Handler<GroupCommand> for ConsumerGroup {
                 group_instance_id,
                 generation_id,
             } => {
+                fail::fail_point!(&format!("group.heartbeat.{}", self.group.group_id()));
                 let (code, effects) = self.group.heartbeat(
                     &member_id,
                     group_instance_id.as_deref(),
@@ -436,6 +650,7 @@ impl Handler<GroupCommand> for ConsumerGroup {
                         .map(|result, actor, ctx| match result {
                             Ok(()) => {
                                 actor.offsets.clear();
+                                actor.link.stop();
                                 ctx.stop();
                                 GroupReply::Code(0)
                             }

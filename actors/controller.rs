@@ -29,8 +29,10 @@ use crate::metadata::znodes::{
 use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
+use super::event_bus::BrokerEvent;
 use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError};
-use super::partition::{PartitionActor, PartitionRegistry, StopPartition, UpdateConfig};
+use super::partition::{PartitionRuntime, StopPartition, UpdateConfig};
+use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 
 /// Why a topic operation failed; each maps to one Kafka error code.
 #[derive(Debug, thiserror::Error)]
@@ -102,12 +104,13 @@ struct Shared {
     store: Arc<dyn MetadataStore>,
     log: Addr<LogActor>,
     cache: MetadataCache,
-    partitions: PartitionRegistry,
+    partitions: PartitionRuntime,
     controller_epoch: i32,
 }
 
 pub struct Controller {
     shared: Shared,
+    link: SupervisorLink,
 }
 
 /// This broker's advertised endpoint.
@@ -125,8 +128,9 @@ impl Controller {
         store: Arc<dyn MetadataStore>,
         log: Addr<LogActor>,
         cache: MetadataCache,
-        partitions: PartitionRegistry,
+        partitions: PartitionRuntime,
         advertised: AdvertisedEndpoint,
+        fatal: BrokerFatal,
     ) -> Result<Addr<Controller>, TopicError> {
         let broker_id = config.broker_id.max(0);
         ensure_paths(store.as_ref()).await?;
@@ -222,9 +226,23 @@ impl Controller {
             partitions,
             controller_epoch,
         };
+        shared
+            .partitions
+            .events
+            .publish(BrokerEvent::BrokerRegistered { broker_id });
         shared.finish_pending_deletions().await?;
         shared.load_topics().await?;
-        Ok(Controller { shared }.start())
+        let link = SupervisorLink::default();
+        let controller = Controller {
+            shared,
+            link: link.clone(),
+        };
+        Ok(supervise(
+            None,
+            ChildSpec::new("the controller", Escalation::ShutdownBroker(fatal)),
+            link,
+            move |_| controller,
+        ))
     }
 }
 
@@ -326,7 +344,7 @@ impl Shared {
                     state
                 }
             };
-            if state.leader == self.broker_id && self.partitions.get(&tp).is_none() {
+            if state.leader == self.broker_id && self.partitions.registry.get(&tp).is_none() {
                 let offsets = match self.log.send(GetLogOffsets { tp: tp.clone() }).await {
                     Ok(Ok(offsets)) => offsets,
                     Ok(Err(LogActorError::UnknownPartition(_))) => self
@@ -344,10 +362,13 @@ impl Shared {
                     }
                     Err(_) => return Err(TopicError::Stopped),
                 };
-                self.partitions.insert(
-                    tp.clone(),
-                    PartitionActor::start(tp.clone(), self.log.clone(), offsets),
-                );
+                self.partitions.start(&tp, offsets);
+                self.partitions
+                    .events
+                    .publish(BrokerEvent::LeadershipGained {
+                        tp: tp.clone(),
+                        leader_epoch: state.leader_epoch,
+                    });
             }
             partitions.insert(index, partition_metadata(&state, replicas));
         }
@@ -450,6 +471,10 @@ impl Shared {
         );
         self.cache
             .update(|m| m.topics.insert(name.clone(), topic.clone()));
+        self.partitions.events.publish(BrokerEvent::TopicCreated {
+            topic: name.clone(),
+            partitions: topic.partitions.len() as i32,
+        });
         Ok(topic)
     }
 
@@ -484,10 +509,14 @@ impl Shared {
                 None => Vec::new(),
             },
         };
+        let partition_count = indexes.len() as i32;
         for index in indexes {
             let tp = TopicPartition::new(name, index);
-            if let Some(handle) = self.partitions.remove(&tp) {
+            if let Some(handle) = self.partitions.registry.remove(&tp) {
                 handle.addr.do_send(StopPartition);
+                self.partitions
+                    .events
+                    .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
             }
             match self.log.send(DeleteLog { tp: tp.clone() }).await {
                 Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => {}
@@ -506,6 +535,10 @@ impl Shared {
             }
         }
         log::info!("deleted topic {name}");
+        self.partitions.events.publish(BrokerEvent::TopicDeleted {
+            topic: name.to_string(),
+            partitions: partition_count,
+        });
         Ok(())
     }
 
@@ -608,6 +641,7 @@ impl Shared {
         for &index in topic.partitions.keys() {
             if let Some(handle) = self
                 .partitions
+                .registry
                 .get(&TopicPartition::new(name.clone(), index))
             {
                 handle
@@ -625,6 +659,9 @@ impl Shared {
                 t.log_config = log_config;
             }
         });
+        self.partitions
+            .events
+            .publish(BrokerEvent::TopicConfigChanged { topic: name });
         Ok(())
     }
 }
@@ -698,6 +735,28 @@ impl Actor for Controller {
     }
 }
 
+impl actix::Supervised for Controller {
+    fn restarting(&mut self, ctx: &mut Context<Self>) {
+        if let Some(cause) = self.link.escalated() {
+            log::error!("the controller keeps failing ({cause}); the broker shuts down");
+            return;
+        }
+        // Everything the controller knows lives in the metadata store; take
+        // it from there again and start any partition actor that is missing.
+        log::warn!("the controller restarts and reloads the topics from the metadata store");
+        let shared = self.shared.clone();
+        ctx.wait(
+            async move { shared.load_topics().await }
+                .into_actor(self)
+                .map(|result, _actor, _ctx| {
+                    if let Err(e) = result {
+                        log::error!("the restarted controller could not reload the topics: {e}");
+                    }
+                }),
+        );
+    }
+}
+
 /// Declares a controller request; requests run one at a time, in order.
 macro_rules! controller_request {
     ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? } -> $out:ty, $method:ident) => {
@@ -713,6 +772,7 @@ macro_rules! controller_request {
             type Result = AtomicResponse<Self, Result<$out, TopicError>>;
 
             fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
+                fail::fail_point!(concat!("controller.", stringify!($name)));
                 let shared = self.shared.clone();
                 AtomicResponse::new(Box::pin(async move { shared.$method(msg).await }.into_actor(self)))
             }
@@ -785,10 +845,15 @@ impl Handler<StopPartitions> for Controller {
     type Result = ();
 
     fn handle(&mut self, _msg: StopPartitions, _ctx: &mut Context<Self>) {
-        let all: HashMap<TopicPartition, _> = self.shared.partitions.all().into_iter().collect();
+        let registry = &self.shared.partitions.registry;
+        let all: HashMap<TopicPartition, _> = registry.all().into_iter().collect();
         for (tp, handle) in all {
-            self.shared.partitions.remove(&tp);
+            registry.remove(&tp);
             handle.addr.do_send(StopPartition);
+            self.shared
+                .partitions
+                .events
+                .publish(BrokerEvent::LeadershipLost { tp });
         }
     }
 }

@@ -15,14 +15,19 @@ use kafka_protocol::error::ResponseError;
 
 use crate::clock::SharedClock;
 use crate::cluster::{BrokerEndpoint, MetadataCache};
-use crate::group::records::{decode_records, GroupRecord, OffsetAndMetadata};
+use crate::group::records::OffsetAndMetadata;
 use crate::group::state::{Group, GroupConfig, GroupSnapshot};
 use crate::group::{partition_for, OFFSETS_TOPIC};
 use crate::topic_partition::TopicPartition;
 
-use super::consumer_group::{ConsumerGroup, GroupCommand, GroupReply, OffsetRetention};
+use super::consumer_group::{
+    read_groups, ConsumerGroup, GroupCommand, GroupReply, GroupRuntime, OffsetRetention,
+};
 use super::controller::{Controller, CreateTopic, TopicError};
-use super::partition::{PartitionRegistry, ReadRecords};
+use super::event_bus::EventBus;
+use super::partition::PartitionRegistry;
+use super::pool::ActorPool;
+use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 
 /// How the coordinator runs; from the broker config.
 #[derive(Debug, Clone)]
@@ -66,27 +71,51 @@ pub struct GroupCoordinator {
     clock: SharedClock,
     groups: HashMap<String, Addr<ConsumerGroup>>,
     loads: HashMap<i32, Load>,
+    pool: ActorPool,
+    events: EventBus,
+    link: SupervisorLink,
+}
+
+/// The actors and threads the coordinator works with.
+#[derive(Clone)]
+pub struct CoordinatorDeps {
+    pub controller: Addr<Controller>,
+    pub partitions: PartitionRegistry,
+    pub metadata: MetadataCache,
+    pub clock: SharedClock,
+    pub pool: ActorPool,
+    pub events: EventBus,
 }
 
 impl GroupCoordinator {
-    pub fn new(
+    /// Start the coordinator under supervision; past its restart budget the
+    /// broker shuts down (`fatal`).
+    pub fn start(
         config: CoordinatorConfig,
         broker_id: i32,
-        controller: Addr<Controller>,
-        partitions: PartitionRegistry,
-        metadata: MetadataCache,
-        clock: SharedClock,
-    ) -> Self {
-        GroupCoordinator {
+        deps: CoordinatorDeps,
+        fatal: BrokerFatal,
+    ) -> Addr<GroupCoordinator> {
+        let link = SupervisorLink::default();
+        let coordinator = GroupCoordinator {
             config,
             broker_id,
-            controller,
-            partitions,
-            metadata,
-            clock,
+            controller: deps.controller,
+            partitions: deps.partitions,
+            metadata: deps.metadata,
+            clock: deps.clock,
             groups: HashMap::new(),
             loads: HashMap::new(),
-        }
+            pool: deps.pool,
+            events: deps.events,
+            link: link.clone(),
+        };
+        supervise(
+            None,
+            ChildSpec::new("the group coordinator", Escalation::ShutdownBroker(fatal)),
+            link,
+            move |_| coordinator,
+        )
     }
 
     fn offsets_partition(&self, group_id: &str) -> i32 {
@@ -104,9 +133,12 @@ impl GroupCoordinator {
             }
             self.loads.insert(partition, Load::Loading);
             let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-            let partitions = self.partitions.clone();
+            let handle = self.partitions.get(&tp);
             let started = std::time::Instant::now();
-            let load = async move { read_groups(&partitions, &tp).await };
+            let load = async move {
+                let handle = handle.ok_or_else(|| format!("{tp} is not led here"))?;
+                read_groups(&handle).await
+            };
             ctx.spawn(
                 load.into_actor(self)
                     .map(move |result, actor, _ctx| match result {
@@ -156,17 +188,17 @@ impl GroupCoordinator {
             }
             None => Group::new(group_id.clone(), self.config.group.clone()),
         };
-        let addr = ConsumerGroup::new(
-            group,
-            log,
-            offsets,
-            self.clock.clone(),
-            OffsetRetention {
+        let runtime = GroupRuntime {
+            config: self.config.group.clone(),
+            clock: self.clock.clone(),
+            retention: OffsetRetention {
                 retention_ms: self.config.offsets_retention_ms,
                 check_interval_ms: self.config.offsets_retention_check_interval_ms,
             },
-        )
-        .start();
+            events: self.events.clone(),
+        };
+        let arbiter = self.pool.pick(&group_id);
+        let addr = ConsumerGroup::start(group, log, offsets, runtime, Some(&arbiter));
         self.groups.insert(group_id, addr.clone());
         Some(addr)
     }
@@ -193,83 +225,17 @@ impl GroupCoordinator {
     }
 }
 
-/// Read a whole `__consumer_offsets` partition and fold it into groups: the
-/// latest record per key wins, tombstones delete. Until compaction exists
-/// this reads everything the partition ever held.
-async fn read_groups(
-    partitions: &PartitionRegistry,
-    tp: &TopicPartition,
-) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), String> {
-    let mut scanned = Scanned::default();
-    let handle = partitions
-        .get(tp)
-        .ok_or_else(|| format!("{tp} is not led here"))?;
-    let mut groups: BTreeMap<String, LoadedGroupState> = BTreeMap::new();
-    let state = handle
-        .addr
-        .send(super::partition::GetState)
-        .await
-        .map_err(|_| "partition actor stopped".to_string())?;
-    let mut offset = state.log_start_offset;
-    // Bounded: every round advances past at least one whole batch.
-    while offset < state.high_watermark {
-        let read = handle
-            .addr
-            .send(ReadRecords {
-                offset,
-                max_bytes: 1 << 20,
-            })
-            .await
-            .map_err(|_| "partition actor stopped".to_string())?
-            .map_err(|e| e.to_string())?;
-        let Some(region) = read.read.region else {
-            break;
-        };
-        let bytes = region.read_to_vec().map_err(|e| e.to_string())?;
-        let (records, last) = decode_records(&bytes).map_err(|e| e.to_string())?;
-        scanned.bytes += bytes.len() as u64;
-        scanned.records += records.len() as u64;
-        for record in records {
-            match record {
-                GroupRecord::Offset { group, tp, value } => {
-                    let entry = groups.entry(group).or_default();
-                    match value {
-                        Some(value) => {
-                            entry.offsets.insert(tp, value);
-                        }
-                        None => {
-                            entry.offsets.remove(&tp);
-                        }
-                    }
-                }
-                GroupRecord::Group { group, value } => match value {
-                    Some(snapshot) => groups.entry(group).or_default().snapshot = Some(snapshot),
-                    None => {
-                        groups.remove(&group);
-                    }
-                },
-            }
+impl actix::Supervised for GroupCoordinator {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        if let Some(cause) = self.link.escalated() {
+            log::error!("the group coordinator keeps failing ({cause}); the broker shuts down");
         }
-        match last {
-            Some(last) if last >= offset => offset = last + 1,
-            _ => break,
-        }
+        // The groups live in their own actors and survive this one; forget
+        // those that stopped and any load that was cut short (`started`
+        // loads it again).
+        self.groups.retain(|_, addr| addr.connected());
+        self.loads.retain(|_, load| *load == Load::Loaded);
     }
-    groups.retain(|_, g| g.snapshot.is_some() || !g.offsets.is_empty());
-    Ok((groups, scanned))
-}
-
-/// What loading a partition read (the cost of loading without compaction).
-#[derive(Debug, Default)]
-struct Scanned {
-    records: u64,
-    bytes: u64,
-}
-
-#[derive(Debug, Default)]
-struct LoadedGroupState {
-    snapshot: Option<GroupSnapshot>,
-    offsets: HashMap<TopicPartition, OffsetAndMetadata>,
 }
 
 impl Actor for GroupCoordinator {
@@ -363,6 +329,7 @@ impl Handler<ForGroup> for GroupCoordinator {
     type Result = ResponseFuture<Result<Option<GroupReply>, i16>>;
 
     fn handle(&mut self, msg: ForGroup, _ctx: &mut Context<Self>) -> Self::Result {
+        fail::fail_point!("coordinator.for_group");
         let partition = match self.route(&msg.group_id) {
             Ok(partition) => partition,
             Err(code) => return Box::pin(async move { Err(code) }),

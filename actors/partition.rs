@@ -2,13 +2,16 @@
 //! partition's offsets as the protocol sees them: log end offset, high
 //! watermark (equal to the log end offset until replication exists) and log
 //! start offset. Produce and fetch for the partition go through it; it
-//! persists through the shared log actor and announces every new high
-//! watermark on a `watch` channel, which is how parked fetches wake up.
+//! persists by sending to its log shard directly (a `ShardLink` from the
+//! shared log actor) and announces every new high watermark on a `watch`
+//! channel, which is how parked fetches wake up.
 //!
-//! It runs under a supervisor: when it stops it is restarted after a
-//! backoff and rebuilds its offsets from the log; past its restart budget it
-//! stays up but offline (every request gets KAFKA_STORAGE_ERROR) rather than
-//! restarting in a loop.
+//! It runs under the common supervisor (`actors/supervisor.rs`): a panic or
+//! an error stop restarts it after a backoff, and it rebuilds its offsets
+//! from the log; past its budget it stays up but offline (every request gets
+//! KAFKA_STORAGE_ERROR) rather than restarting in a loop. When its log went
+//! offline with a disk fault, it asks again before each request and comes
+//! back by itself once the log actor has reopened the log.
 //!
 //! It never touches a file, and never serves records above the high
 //! watermark to consumers.
@@ -20,9 +23,12 @@ use tokio::sync::watch;
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
-use super::log::{self as log_actor, GetLogOffsets, LogActor, LogActorError};
-use super::log_shard::LogOffsets;
-use super::supervisor::RestartBudget;
+use super::event_bus::{BrokerEvent, EventBus};
+use super::log::{
+    self as log_actor, GetLogOffsets, LogActorError, LogOffsets, LogShards, ShardLink,
+};
+use super::pool::ActorPool;
+use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 
 /// A partition's offsets, as the partition actor last knew them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,43 +38,68 @@ pub struct PartitionState {
     pub high_watermark: i64,
 }
 
-/// Where to reach a partition: its actor, and its high watermark feed.
+impl PartitionState {
+    fn from_log(offsets: LogOffsets) -> Self {
+        PartitionState {
+            log_start_offset: offsets.log_start_offset,
+            log_end_offset: offsets.log_end_offset,
+            // Single replica: everything written is committed.
+            high_watermark: offsets.log_end_offset,
+        }
+    }
+}
+
+/// Where to reach a partition: its actor, its high watermark feed, and its
+/// supervision record.
 #[derive(Clone)]
 pub struct PartitionHandle {
     pub addr: Addr<PartitionActor>,
     pub high_watermark: watch::Receiver<i64>,
+    pub supervision: SupervisorLink,
 }
 
 pub struct PartitionActor {
     tp: TopicPartition,
-    log: Addr<LogActor>,
+    shard: ShardLink,
     state: PartitionState,
     high_watermark: watch::Sender<i64>,
-    restarts: RestartBudget,
+    link: SupervisorLink,
     /// Why the partition no longer serves, once its restart budget is spent
-    /// or its log cannot be read back.
+    /// or it was stopped.
     offline: Option<String>,
+    /// The log went offline under it (a disk fault): ask the shard again
+    /// before serving, the log actor may have reopened it.
+    log_offline: bool,
+    events: EventBus,
 }
 
 impl PartitionActor {
-    /// Start the actor for a log already loaded or created by the log actor.
-    pub fn start(tp: TopicPartition, log: Addr<LogActor>, offsets: LogOffsets) -> PartitionHandle {
+    /// Start the actor, under supervision, for a log already loaded or
+    /// created by the log actor; on `arbiter` when given.
+    pub fn start(
+        tp: TopicPartition,
+        shard: ShardLink,
+        offsets: LogOffsets,
+        events: EventBus,
+        arbiter: Option<&ArbiterHandle>,
+    ) -> PartitionHandle {
         let (sender, receiver) = watch::channel(offsets.log_end_offset);
+        let link = SupervisorLink::default();
+        let spec = ChildSpec::new(format!("partition {tp}"), Escalation::Degrade);
         let actor = PartitionActor {
             tp,
-            log,
-            state: PartitionState {
-                log_start_offset: offsets.log_start_offset,
-                log_end_offset: offsets.log_end_offset,
-                high_watermark: offsets.log_end_offset,
-            },
+            shard,
+            state: PartitionState::from_log(offsets),
             high_watermark: sender,
-            restarts: RestartBudget::default(),
+            link: link.clone(),
             offline: None,
+            log_offline: false,
+            events,
         };
         PartitionHandle {
-            addr: actix::Supervisor::start(move |_| actor),
+            addr: supervise(arbiter, spec, link.clone(), move |_| actor),
             high_watermark: receiver,
+            supervision: link,
         }
     }
 
@@ -90,6 +121,41 @@ impl PartitionActor {
             self.high_watermark.send_replace(self.state.high_watermark);
         }
     }
+
+    /// Take the log's offsets as the truth (after a restart or a reopen:
+    /// recovery may have cut the log back).
+    fn reset(&mut self, offsets: LogOffsets) {
+        self.state = PartitionState::from_log(offsets);
+        self.high_watermark.send_replace(offsets.log_end_offset);
+    }
+
+    /// Note a log that went offline under this partition.
+    fn observe<T>(&mut self, result: &Result<T, LogActorError>) {
+        if matches!(result, Err(LogActorError::PartitionOffline { .. })) {
+            self.log_offline = true;
+        }
+    }
+
+    /// Before serving: if the log was offline, see whether it is back.
+    fn ensure_log_online(&mut self, ctx: &mut Context<Self>) {
+        if !self.log_offline {
+            return;
+        }
+        let shard = self.shard.clone();
+        let tp = self.tp.clone();
+        // Requests behind this one wait for the answer.
+        ctx.wait(
+            async move { shard.send(GetLogOffsets { tp }).await }
+                .into_actor(self)
+                .map(|result, actor, _ctx| {
+                    if let Ok(offsets) = result {
+                        log::info!("partition {} serves again from its reopened log", actor.tp);
+                        actor.log_offline = false;
+                        actor.reset(offsets);
+                    }
+                }),
+        );
+    }
 }
 
 impl Actor for PartitionActor {
@@ -103,42 +169,25 @@ impl Actor for PartitionActor {
 
 impl actix::Supervised for PartitionActor {
     fn restarting(&mut self, ctx: &mut Context<Self>) {
-        if self.offline.is_some() {
-            // Stopped on purpose (or already given up on): stay down.
-            return;
-        }
-        if !self.restarts.record_restart(std::time::Instant::now()) {
-            log::error!("partition {} keeps failing; it stays offline", self.tp);
+        if let Some(cause) = self.link.escalated() {
+            log::error!("partition {} stays offline: {cause}", self.tp);
             self.offline = Some("restarted too often".into());
             return;
         }
-        let backoff = self.restarts.backoff();
         log::warn!(
-            "partition {} restarts in {backoff:?} and rebuilds its state from the log",
+            "partition {} restarts and rebuilds its state from the log",
             self.tp
         );
-        let offsets = self.log.send(GetLogOffsets {
-            tp: self.tp.clone(),
-        });
-        let rebuild = async move {
-            tokio::time::sleep(backoff).await;
-            offsets.await
-        };
+        let shard = self.shard.clone();
+        let tp = self.tp.clone();
         // Nothing is served until the state is rebuilt.
         ctx.wait(
-            rebuild
+            async move { shard.send(GetLogOffsets { tp }).await }
                 .into_actor(self)
                 .map(|result, actor, _ctx| match result {
-                    Ok(Ok(offsets)) => {
-                        actor.state = PartitionState {
-                            log_start_offset: offsets.log_start_offset,
-                            log_end_offset: offsets.log_end_offset,
-                            high_watermark: offsets.log_end_offset,
-                        };
-                        actor.high_watermark.send_replace(offsets.log_end_offset);
-                    }
-                    Ok(Err(e)) => actor.offline = Some(e.to_string()),
-                    Err(_) => actor.offline = Some("the log actor is gone".into()),
+                    Ok(offsets) => actor.reset(offsets),
+                    Err(LogActorError::PartitionOffline { .. }) => actor.log_offline = true,
+                    Err(e) => actor.offline = Some(e.to_string()),
                 }),
         );
     }
@@ -176,22 +225,40 @@ impl Handler<AppendRecords> for PartitionActor {
     /// The append and the log start offset after it.
     type Result = ResponseActFuture<Self, Result<(AppendInfo, i64), LogActorError>>;
 
-    fn handle(&mut self, msg: AppendRecords, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: AppendRecords, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(e) = self.offline_error() {
             return Box::pin(fut::ready(Err(e)));
         }
-        let append = self.log.send(log_actor::Append {
-            tp: self.tp.clone(),
-            records: msg.records,
-        });
+        fail::fail_point!(&format!("partition.append.{}", self.tp));
+        self.ensure_log_online(ctx);
+        let shard = self.shard.clone();
+        let tp = self.tp.clone();
+        let bytes = msg.records.len() as u64;
         Box::pin(
-            async move { append.await.map_err(|_| LogActorError::Stopped)? }
-                .into_actor(self)
-                .map(|result, actor, _ctx| {
-                    let info = result?;
-                    actor.advance(info.log_end_offset, actor.state.log_start_offset);
-                    Ok((info, actor.state.log_start_offset))
-                }),
+            async move {
+                shard
+                    .send(log_actor::Append {
+                        tp,
+                        records: msg.records,
+                    })
+                    .await
+            }
+            .into_actor(self)
+            .map(move |result, actor, _ctx| {
+                actor.observe(&result);
+                let info = result?;
+                let before = actor.state.high_watermark;
+                actor.advance(info.log_end_offset, actor.state.log_start_offset);
+                if actor.state.high_watermark > before {
+                    actor.events.publish(BrokerEvent::HighWatermarkAdvanced {
+                        tp: actor.tp.clone(),
+                        high_watermark: actor.state.high_watermark,
+                        records: info.record_count as i64,
+                        bytes,
+                    });
+                }
+                Ok((info, actor.state.log_start_offset))
+            }),
         )
     }
 }
@@ -216,23 +283,37 @@ impl Message for ReadRecords {
 }
 
 impl Handler<ReadRecords> for PartitionActor {
-    type Result = ResponseFuture<Result<PartitionRead, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
 
-    fn handle(&mut self, msg: ReadRecords, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ReadRecords, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(e) = self.offline_error() {
-            return Box::pin(async move { Err(e) });
+            return Box::pin(fut::ready(Err(e)));
         }
-        let state = self.state;
-        let read = self.log.send(log_actor::Read {
-            tp: self.tp.clone(),
-            offset: msg.offset,
-            max_bytes: msg.max_bytes,
-            max_offset: Some(state.high_watermark),
-        });
-        Box::pin(async move {
-            let read = read.await.map_err(|_| LogActorError::Stopped)??;
-            Ok(PartitionRead { read, state })
-        })
+        fail::fail_point!(&format!("partition.read.{}", self.tp));
+        self.ensure_log_online(ctx);
+        let shard = self.shard.clone();
+        let tp = self.tp.clone();
+        Box::pin(
+            fut::wrap_future::<_, Self>(async {})
+                .then(move |(), actor: &mut Self, _ctx| {
+                    // After a reopen the state is fresh only now.
+                    let state = actor.state;
+                    let read = log_actor::Read {
+                        tp,
+                        offset: msg.offset,
+                        max_bytes: msg.max_bytes,
+                        max_offset: Some(state.high_watermark),
+                    };
+                    fut::wrap_future(async move { (shard.send(read).await, state) })
+                })
+                .map(|(result, state), actor, _ctx| {
+                    actor.observe(&result);
+                    Ok(PartitionRead {
+                        read: result?,
+                        state,
+                    })
+                }),
+        )
     }
 }
 
@@ -266,13 +347,17 @@ impl Handler<OffsetForTimestamp> for PartitionActor {
     type Result = ResponseFuture<Result<Option<(i64, i64)>, LogActorError>>;
 
     fn handle(&mut self, msg: OffsetForTimestamp, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(e) = self.offline_error() {
+            return Box::pin(async move { Err(e) });
+        }
         let high_watermark = self.state.high_watermark;
-        let lookup = self.log.send(log_actor::OffsetForTimestamp {
+        let shard = self.shard.clone();
+        let lookup = log_actor::OffsetForTimestamp {
             tp: self.tp.clone(),
             timestamp: msg.timestamp,
-        });
+        };
         Box::pin(async move {
-            let found = lookup.await.map_err(|_| LogActorError::Stopped)??;
+            let found = shard.send(lookup).await?;
             Ok(found.filter(|(offset, _)| *offset < high_watermark))
         })
     }
@@ -299,7 +384,7 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
         };
         let high_watermark = self.state.high_watermark;
         let tp = self.tp.clone();
-        let log = self.log.clone();
+        let shard = self.shard.clone();
         Box::pin(
             async move {
                 if offset > high_watermark || offset < 0 {
@@ -311,9 +396,9 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
                         },
                     ));
                 }
-                log.send(log_actor::DeleteRecordsBefore { tp, offset })
+                shard
+                    .send(log_actor::DeleteRecordsBefore { tp, offset })
                     .await
-                    .map_err(|_| LogActorError::Stopped)?
             }
             .into_actor(self)
             .map(|result, actor, _ctx| {
@@ -339,11 +424,12 @@ impl Handler<UpdateConfig> for PartitionActor {
     type Result = ResponseFuture<Result<(), LogActorError>>;
 
     fn handle(&mut self, msg: UpdateConfig, _ctx: &mut Context<Self>) -> Self::Result {
-        let update = self.log.send(log_actor::UpdateLogConfig {
+        let shard = self.shard.clone();
+        let update = log_actor::UpdateLogConfig {
             tp: self.tp.clone(),
             config: msg.config,
-        });
-        Box::pin(async move { update.await.map_err(|_| LogActorError::Stopped)? })
+        };
+        Box::pin(async move { shard.send(update).await })
     }
 }
 
@@ -360,7 +446,33 @@ impl Handler<StopPartition> for PartitionActor {
 
     fn handle(&mut self, _msg: StopPartition, ctx: &mut Context<Self>) {
         self.offline = Some("the partition was stopped".into());
+        self.link.stop();
         ctx.stop();
+    }
+}
+
+/// What starting a partition actor needs: where it runs, its shard, and
+/// the registry request handlers find it in.
+#[derive(Clone)]
+pub struct PartitionRuntime {
+    pub registry: PartitionRegistry,
+    pub shards: LogShards,
+    pub pool: ActorPool,
+    pub events: EventBus,
+}
+
+impl PartitionRuntime {
+    /// Start `tp`'s actor on its arbiter and register it.
+    pub fn start(&self, tp: &TopicPartition, offsets: LogOffsets) -> PartitionHandle {
+        let handle = PartitionActor::start(
+            tp.clone(),
+            self.shards.for_partition(tp),
+            offsets,
+            self.events.clone(),
+            Some(&self.pool.pick(tp)),
+        );
+        self.registry.insert(tp.clone(), handle.clone());
+        handle
     }
 }
 

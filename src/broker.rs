@@ -1,11 +1,16 @@
-//! The one entry point: `Broker::start(config)` brings a broker up and hands
-//! back a `BrokerHandle`; `main`, the tests and `examples/` all use it.
+//! The one entry point: `Broker::builder(config)` (with optional
+//! extensions and clock) `.start()` brings a broker up and hands back a
+//! `BrokerHandle`; `main`, the tests and `examples/` all use it
+//! (`Broker::start(config)` is the builder with nothing added).
 //!
 //! Start order: the log actor (loading and recovering every partition in
 //! `log.dirs`), the metadata store (embedded unless `zookeeper.connect` is
 //! set), the listening socket, the controller (registration, election,
-//! topics, partition actors), then the acceptor and its network threads.
-//! Shutdown runs the other way and ends with the clean-shutdown marker.
+//! topics, partition actors), the group coordinator, the extensions, then
+//! the acceptor and its network threads. Shutdown runs the other way and
+//! ends with the clean-shutdown marker. A broker-wide actor that keeps
+//! failing past its restart budget raises `BrokerHandle::fatal`, and the
+//! daemon shuts down cleanly.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,9 +19,13 @@ use actix::prelude::*;
 
 use crate::actors::acceptor::{Acceptor, StopAccepting};
 use crate::actors::controller::{AdvertisedEndpoint, Controller, StopPartitions, TopicError};
-use crate::actors::group_coordinator::{CoordinatorConfig, GroupCoordinator};
-use crate::actors::log::{Close, LoadedLog, LogActor, LogActorConfig, LogActorError};
-use crate::actors::partition::PartitionRegistry;
+use crate::actors::event_bus::EventBus;
+use crate::actors::extension::{starter, Extension, ExtensionContext, ExtensionStarter};
+use crate::actors::group_coordinator::{CoordinatorConfig, CoordinatorDeps, GroupCoordinator};
+use crate::actors::log::{Close, GetShards, LoadedLog, LogActor, LogActorConfig, LogActorError};
+use crate::actors::partition::{PartitionRegistry, PartitionRuntime};
+use crate::actors::pool::{ActorPool, ActorPoolThreads};
+use crate::actors::supervisor::{BrokerFatal, Escalation, SupervisorLink};
 use crate::api::BrokerContext;
 use crate::clock::{SharedClock, SystemClock};
 use crate::cluster::MetadataCache;
@@ -52,22 +61,67 @@ pub struct BrokerHandle {
     pub bound: SocketAddr,
     /// What start-up loaded, partition by partition.
     pub loaded: Vec<LoadedLog>,
+    /// The broker's event bus.
+    pub events: EventBus,
+    /// The supervision record of each extension, by name.
+    pub extensions: Vec<(String, SupervisorLink)>,
+    fatal: tokio::sync::watch::Receiver<Option<String>>,
     acceptor: Addr<Acceptor>,
     network: Vec<Arbiter>,
+    pool: ActorPoolThreads,
 }
 
 pub struct Broker;
 
+/// Builds a broker: its config, optionally a clock and extensions.
+pub struct BrokerBuilder {
+    config: BrokerConfig,
+    clock: SharedClock,
+    extensions: Vec<(String, ExtensionStarter)>,
+}
+
 impl Broker {
+    pub fn builder(config: BrokerConfig) -> BrokerBuilder {
+        BrokerBuilder {
+            config,
+            clock: Arc::new(SystemClock),
+            extensions: Vec::new(),
+        }
+    }
+
     /// Start a broker on the wall clock. Must run inside an actix system.
     pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
-        Self::start_with_clock(config, Arc::new(SystemClock)).await
+        Self::builder(config).start().await
     }
 
     pub async fn start_with_clock(
         config: BrokerConfig,
         clock: SharedClock,
     ) -> Result<BrokerHandle, BrokerError> {
+        Self::builder(config).with_clock(clock).start().await
+    }
+}
+
+impl BrokerBuilder {
+    /// Logic that expires, rolls or retains things reads this clock.
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Run `extension`'s actor beside the broker's own, supervised.
+    pub fn with_extension<E: Extension>(mut self, extension: E) -> Self {
+        self.extensions.push((extension.name(), starter(extension)));
+        self
+    }
+
+    /// Bring the broker up. Must run inside an actix system.
+    pub async fn start(self) -> Result<BrokerHandle, BrokerError> {
+        let BrokerBuilder {
+            config,
+            clock,
+            extensions,
+        } = self;
         if config.zookeeper_connect.is_some() {
             return Err(BrokerError::Config(
                 "zookeeper.connect is set, but the ZooKeeper cluster mode is not built yet; \
@@ -75,8 +129,17 @@ impl Broker {
                     .into(),
             ));
         }
-        let (log, loaded) =
-            LogActor::start(LogActorConfig::from_broker(&config), clock.clone()).await?;
+        let (fatal, fatal_receiver) = BrokerFatal::new();
+        let (log, loaded) = LogActor::start_supervised(
+            LogActorConfig::from_broker(&config),
+            clock.clone(),
+            Escalation::ShutdownBroker(fatal.clone()),
+        )
+        .await?;
+        let shards = log
+            .send(GetShards)
+            .await
+            .map_err(|_| LogActorError::Stopped)?;
         let store = open_embedded_store(&config)?;
         let listener = config
             .listeners
@@ -100,24 +163,51 @@ impl Broker {
         let advertised = advertised_endpoint(&config, bound);
         let cache = MetadataCache::default();
         let partitions = PartitionRegistry::default();
+        let events = EventBus::new();
+        let (pool, pool_threads) = ActorPool::start(config.num_io_threads.clamp(1, 64));
         let controller = Controller::start(
             config.clone(),
             store,
             log.clone(),
             cache.clone(),
-            partitions.clone(),
+            PartitionRuntime {
+                registry: partitions.clone(),
+                shards,
+                pool: pool.clone(),
+                events: events.clone(),
+            },
             advertised.clone(),
+            fatal.clone(),
         )
         .await?;
-        let groups = GroupCoordinator::new(
+        let groups = GroupCoordinator::start(
             CoordinatorConfig::from_broker(&config),
             config.broker_id.max(0),
-            controller.clone(),
+            CoordinatorDeps {
+                controller: controller.clone(),
+                partitions: partitions.clone(),
+                metadata: cache.clone(),
+                clock: clock.clone(),
+                pool: pool.clone(),
+                events: events.clone(),
+            },
+            fatal,
+        );
+        let extension_context = ExtensionContext::new(
             partitions.clone(),
             cache.clone(),
+            controller.clone(),
+            groups.clone(),
+            events.clone(),
             clock.clone(),
-        )
-        .start();
+        );
+        let extensions: Vec<(String, SupervisorLink)> = extensions
+            .into_iter()
+            .map(|(name, start)| {
+                log::info!("starting extension {name}");
+                (name, start(extension_context.clone(), &pool))
+            })
+            .collect();
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             broker_id: config.broker_id.max(0),
@@ -152,8 +242,12 @@ impl Broker {
             context,
             bound,
             loaded,
+            events,
+            extensions,
+            fatal: fatal_receiver,
             acceptor,
             network,
+            pool: pool_threads,
         })
     }
 }
@@ -186,6 +280,20 @@ fn advertised_endpoint(config: &BrokerConfig, bound: SocketAddr) -> AdvertisedEn
 }
 
 impl BrokerHandle {
+    /// Resolves when a broker-wide actor has failed past its restart budget,
+    /// with the cause; the caller should then `shutdown`.
+    pub async fn fatal(&mut self) -> String {
+        loop {
+            if let Some(cause) = self.fatal.borrow_and_update().clone() {
+                return cause;
+            }
+            if self.fatal.changed().await.is_err() {
+                // Nobody can raise it any more: wait forever.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Stop accepting, stop the partitions, flush every log, write the
     /// checkpoints and the clean-shutdown marker, so the next start skips
     /// recovery.
@@ -199,6 +307,7 @@ impl BrokerHandle {
         for arbiter in &self.network {
             arbiter.stop();
         }
+        self.pool.stop();
         log::info!("broker {} shut down cleanly", self.context.broker_id);
         Ok(())
     }

@@ -21,6 +21,10 @@ struct Args {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // Arms the fail points named in FAILPOINTS (only in builds with the
+    // `failpoints` feature; tests use them to inject panics and disk errors).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     let args = Args::parse();
     let config = match BrokerConfig::load(&args.config, &args.overrides) {
         Ok(config) => config,
@@ -40,12 +44,20 @@ fn main() -> ExitCode {
             (Ok(term), Ok(int)) => (term, int),
             _ => return Err("cannot install signal handlers".to_string()),
         };
-        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
-        tokio::select! {
-            _ = term.recv() => log::info!("SIGTERM: shutting down"),
-            _ = int.recv() => log::info!("SIGINT: shutting down"),
+        let mut broker = Broker::start(config).await.map_err(|e| e.to_string())?;
+        let fatal = tokio::select! {
+            _ = term.recv() => { log::info!("SIGTERM: shutting down"); None }
+            _ = int.recv() => { log::info!("SIGINT: shutting down"); None }
+            cause = broker.fatal() => {
+                log::error!("shutting down: {cause}");
+                Some(cause)
+            }
+        };
+        broker.shutdown().await.map_err(|e| e.to_string())?;
+        match fatal {
+            Some(cause) => Err(format!("stopped after a failure: {cause}")),
+            None => Ok(()),
         }
-        broker.shutdown().await.map_err(|e| e.to_string())
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
-use ferrolog::actors::log::{Append, CreateLog, LogActor, LogActorConfig, LogActorError};
+use ferrolog::actors::event_bus::EventBus;
+use ferrolog::actors::log::{
+    Append, CreateLog, GetShards, LogActor, LogActorConfig, LogActorError,
+};
 use ferrolog::actors::partition::{
     AppendRecords, GetState, PartitionActor, PartitionHandle, Restart,
 };
@@ -34,7 +37,14 @@ async fn partition_on_a_new_log(
         .await
         .unwrap()
         .unwrap();
-    let partition = PartitionActor::start(tp.clone(), log.clone(), offsets);
+    let shards = log.send(GetShards).await.unwrap();
+    let partition = PartitionActor::start(
+        tp.clone(),
+        shards.for_partition(&tp),
+        offsets,
+        EventBus::new(),
+        None,
+    );
     (log, tp, partition)
 }
 

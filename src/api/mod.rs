@@ -179,7 +179,7 @@ pub fn error_code(error: &LogActorError) -> i16 {
         LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
         LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
         LogActorError::Log(e) => log_error_code(e),
-        LogActorError::ShardGone(_) | LogActorError::Stopped => {
+        LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
             ResponseError::KafkaStorageError.code()
         }
     }

@@ -1,9 +1,11 @@
-//! The shared log actor: the one door to persistence. Partition actors send it
-//! typed messages (append, read, flush, truncate, roll, delete-below, close);
-//! it routes each to the log shard owning that partition, bounds the work in
-//! flight per shard, places new partitions on the `log.dirs` entry holding the
-//! fewest, and runs the periodic duties: retention, time-based flushes and
-//! the checkpoint files.
+//! The shared log actor: the one door to persistence. It starts the log
+//! shards (`shard.rs`: blocking threads that own the partition logs), places
+//! new partitions on the `log.dirs` entry holding the fewest, and runs the
+//! periodic duties: retention, time-based flushes, checkpoint files, and
+//! retrying partitions a disk fault took offline. Partition actors get a
+//! `ShardLink` from it and send their appends and reads straight to their
+//! shard; everyone else may send the same typed messages here and they are
+//! forwarded. Every send goes through the shard's bounded in-flight window.
 //!
 //! It never touches a data file itself (shards do), never blocks its reactor
 //! thread on disk I/O, and never holds partition state that a restart would
@@ -16,16 +18,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use bytes::Bytes;
 use tokio::sync::Semaphore;
 
 use crate::clock::SharedClock;
 use crate::storage::log_dir::LogDir;
-use crate::storage::{AppendInfo, LogConfig, LogError, ReadInfo, RetentionReport};
+use crate::storage::{LogConfig, LogError, RetentionReport};
 use crate::topic_partition::TopicPartition;
 
-use super::log_shard::{CheckpointEntry, LogOffsets, LogShard, ShardCommand, ShardReply};
-use super::supervisor::RestartBudget;
+pub mod shard;
+
+pub use shard::{
+    Append, CheckpointEntry, DeleteRecordsBefore, Flush, GetLogOffsets, LogOffsets,
+    OffsetForTimestamp, Read, Roll, Truncate, UpdateLogConfig,
+};
+use shard::{
+    CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,
+    FlushLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
+};
+
+use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogActorError {
@@ -39,6 +50,8 @@ pub enum LogActorError {
     Log(#[from] LogError),
     #[error("log shard {0} is not running")]
     ShardGone(usize),
+    #[error("a log shard panicked during {what}: {reason}")]
+    ShardPanic { what: &'static str, reason: String },
     #[error("the log actor is not running")]
     Stopped,
 }
@@ -58,6 +71,9 @@ pub struct LogActorConfig {
     pub retention_check_interval_ms: u64,
     pub flush_scheduler_interval_ms: u64,
     pub checkpoint_interval_ms: u64,
+    /// How often offline partitions are tried again (a full disk freed, a
+    /// remount): ferrolog's own setting, Kafka needs a restart for this.
+    pub offline_retry_interval_ms: u64,
 }
 
 impl LogActorConfig {
@@ -71,6 +87,7 @@ impl LogActorConfig {
             retention_check_interval_ms: 300_000,
             flush_scheduler_interval_ms: u64::MAX,
             checkpoint_interval_ms: 60_000,
+            offline_retry_interval_ms: 10_000,
         }
     }
 
@@ -101,19 +118,77 @@ pub struct LoadedLog {
     pub offsets: Result<LogOffsets, String>,
 }
 
+/// A partition's way to its shard: partition actors send their appends and
+/// reads here directly, without a hop through the log actor. Every send
+/// waits for room in the shard's in-flight window first.
 #[derive(Clone)]
-struct ShardHandle {
+pub struct ShardLink {
+    index: usize,
     addr: Addr<LogShard>,
     in_flight: Arc<Semaphore>,
 }
 
+impl ShardLink {
+    /// Send `msg` to the shard, within its in-flight window.
+    pub async fn send<M, T>(&self, msg: M) -> Result<T, LogActorError>
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        let _permit = self
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| LogActorError::ShardGone(self.index))?;
+        self.addr
+            .send(msg)
+            .await
+            .map_err(|_| LogActorError::ShardGone(self.index))?
+    }
+}
+
+/// Every shard, and which one owns a partition.
+#[derive(Clone)]
+pub struct LogShards(Arc<Vec<ShardLink>>);
+
+impl LogShards {
+    pub fn for_partition(&self, tp: &TopicPartition) -> ShardLink {
+        // Never empty: `start` makes at least one shard.
+        self.0[shard_of(tp, self.0.len())].clone()
+    }
+
+    /// Send a message to every shard and gather the answers.
+    fn broadcast<M, T>(
+        &self,
+        make: impl Fn() -> M,
+    ) -> impl std::future::Future<Output = Vec<Result<T, LogActorError>>> + 'static
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        let sends: Vec<_> = self
+            .0
+            .iter()
+            .map(|shard| {
+                let shard = shard.clone();
+                let msg = make();
+                async move { shard.send(msg).await }
+            })
+            .collect();
+        futures_util::future::join_all(sends)
+    }
+}
+
 pub struct LogActor {
     config: LogActorConfig,
-    shards: Vec<ShardHandle>,
+    shards: LogShards,
     dirs: Vec<Arc<LogDir>>,
     /// Which `dirs` entry holds each partition.
     placement: HashMap<TopicPartition, usize>,
-    restarts: RestartBudget,
+    link: SupervisorLink,
 }
 
 impl LogActor {
@@ -124,6 +199,15 @@ impl LogActor {
         config: LogActorConfig,
         clock: SharedClock,
     ) -> Result<(Addr<LogActor>, Vec<LoadedLog>), LogActorError> {
+        Self::start_supervised(config, clock, Escalation::Degrade).await
+    }
+
+    /// `start`, with what happens when the actor keeps failing.
+    pub async fn start_supervised(
+        config: LogActorConfig,
+        clock: SharedClock,
+        escalation: Escalation,
+    ) -> Result<(Addr<LogActor>, Vec<LoadedLog>), LogActorError> {
         let mut dirs = Vec::with_capacity(config.log_dirs.len());
         for path in &config.log_dirs {
             let path = path.clone();
@@ -132,15 +216,18 @@ impl LogActor {
                 .map_err(|_| LogActorError::Stopped)??;
             dirs.push(Arc::new(dir));
         }
-        let shards: Vec<ShardHandle> = (0..config.shards.max(1))
-            .map(|id| {
-                let clock = clock.clone();
-                ShardHandle {
-                    addr: SyncArbiter::start(1, move || LogShard::new(id, clock.clone())),
-                    in_flight: Arc::new(Semaphore::new(config.max_in_flight_per_shard.max(1))),
-                }
-            })
-            .collect();
+        let shards = LogShards(Arc::new(
+            (0..config.shards.max(1))
+                .map(|index| {
+                    let clock = clock.clone();
+                    ShardLink {
+                        index,
+                        addr: SyncArbiter::start(1, move || LogShard::new(index, clock.clone())),
+                        in_flight: Arc::new(Semaphore::new(config.max_in_flight_per_shard.max(1))),
+                    }
+                })
+                .collect(),
+        ));
         let mut placement = HashMap::new();
         let mut pending = Vec::new();
         for (dir_index, dir) in dirs.iter().enumerate() {
@@ -152,67 +239,50 @@ impl LogActor {
             }
             for (tp, path) in &dir.partitions {
                 placement.insert(tp.clone(), dir_index);
-                let command = ShardCommand::Open {
+                let open = OpenLog {
                     tp: tp.clone(),
                     dir: path.clone(),
                     config: config.config_for(tp),
                     options: dir.load_options(tp),
                 };
-                let shard = shards[shard_of(tp, shards.len())].clone();
+                let shard = shards.for_partition(tp);
                 let tp = tp.clone();
                 pending.push(async move {
-                    let offsets = match dispatch(&shard, 0, command).await {
-                        Ok(ShardReply::Offsets(offsets)) => Ok(offsets),
-                        Ok(other) => Err(format!("unexpected reply {other:?}")),
-                        Err(e) => Err(e.to_string()),
-                    };
+                    let offsets = shard.send(open).await.map_err(|e| e.to_string());
                     LoadedLog { tp, offsets }
                 });
             }
         }
         let loaded = futures_util::future::join_all(pending).await;
+        let link = SupervisorLink::default();
         let actor = LogActor {
             config,
             shards,
             dirs,
             placement,
-            restarts: RestartBudget::default(),
+            link: link.clone(),
         };
-        let addr = actix::Supervisor::start(move |_| actor);
+        let addr = supervise(
+            None,
+            ChildSpec::new("the log actor", escalation),
+            link,
+            move |_| actor,
+        );
         Ok((addr, loaded))
     }
 
-    fn shard_for(&self, tp: &TopicPartition) -> (usize, ShardHandle) {
-        let index = shard_of(tp, self.shards.len());
-        (index, self.shards[index].clone())
-    }
-
-    /// Send `command` to `tp`'s shard, waiting for room in its window.
-    fn forward(
+    /// Send a partition's request to its shard.
+    fn forward<M, T>(
         &self,
-        tp: &TopicPartition,
-        command: ShardCommand,
-    ) -> impl std::future::Future<Output = Result<ShardReply, LogActorError>> + 'static {
-        let (index, shard) = self.shard_for(tp);
-        async move { dispatch(&shard, index, command).await }
-    }
-
-    /// Send a command to every shard and gather the replies.
-    fn broadcast(
-        &self,
-        make: impl Fn() -> ShardCommand,
-    ) -> impl std::future::Future<Output = Vec<Result<ShardReply, LogActorError>>> + 'static {
-        let sends: Vec<_> = self
-            .shards
-            .iter()
-            .enumerate()
-            .map(|(index, shard)| {
-                let shard = shard.clone();
-                let command = make();
-                async move { dispatch(&shard, index, command).await }
-            })
-            .collect();
-        futures_util::future::join_all(sends)
+        msg: M,
+    ) -> impl std::future::Future<Output = Result<T, LogActorError>> + 'static
+    where
+        M: PartitionRequest + Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        let shard = self.shards.for_partition(msg.tp());
+        async move { shard.send(msg).await }
     }
 
     /// The `log.dirs` entry holding the fewest partitions, as Kafka places them.
@@ -227,15 +297,15 @@ impl LogActor {
     fn schedule(&self, ctx: &mut Context<Self>) {
         if let Some(every) = interval(self.config.retention_check_interval_ms) {
             ctx.run_interval(every, |actor, ctx| {
-                let retention = actor.broadcast(|| ShardCommand::EnforceRetention);
+                let retention = actor.shards.broadcast(|| EnforceRetention);
                 ctx.spawn(fut::wrap_future(async move {
-                    log_failures("retention", retention.await);
+                    log_retention(retention.await);
                 }));
             });
         }
         if let Some(every) = interval(self.config.flush_scheduler_interval_ms) {
             ctx.run_interval(every, |actor, ctx| {
-                let flush = actor.broadcast(|| ShardCommand::FlushDue);
+                let flush = actor.shards.broadcast(|| FlushLogs::Due);
                 ctx.spawn(fut::wrap_future(async move {
                     log_failures("scheduled flush", flush.await);
                 }));
@@ -251,17 +321,23 @@ impl LogActor {
                 }));
             });
         }
+        if let Some(every) = interval(self.config.offline_retry_interval_ms) {
+            ctx.run_interval(every, |actor, ctx| {
+                let reopen = actor.shards.broadcast(|| ReopenOffline);
+                ctx.spawn(fut::wrap_future(async move {
+                    log_failures("reopening offline partitions", reopen.await);
+                }));
+            });
+        }
     }
 
     fn checkpoint(&self) -> impl std::future::Future<Output = Result<(), LogActorError>> + 'static {
-        let collect = self.broadcast(|| ShardCommand::Checkpoints);
+        let collect = self.shards.broadcast(|| CollectCheckpoints);
         let dirs = self.dirs.clone();
         async move {
             let mut entries = Vec::new();
             for reply in collect.await {
-                if let ShardReply::Checkpoints(mut part) = reply? {
-                    entries.append(&mut part);
-                }
+                entries.append(&mut reply?);
             }
             let mark_clean = vec![false; dirs.len()];
             tokio::task::spawn_blocking(move || {
@@ -280,34 +356,24 @@ pub fn shard_of(tp: &TopicPartition, shards: usize) -> usize {
     (hasher.finish() % shards.max(1) as u64) as usize
 }
 
-async fn dispatch(
-    shard: &ShardHandle,
-    index: usize,
-    command: ShardCommand,
-) -> Result<ShardReply, LogActorError> {
-    let _permit = shard
-        .in_flight
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| LogActorError::ShardGone(index))?;
-    shard
-        .addr
-        .send(command)
-        .await
-        .map_err(|_| LogActorError::ShardGone(index))?
-}
-
 fn interval(ms: u64) -> Option<Duration> {
     // Kafka uses Long.MAX_VALUE to mean "never".
     (ms > 0 && ms < i64::MAX as u64 / 2).then(|| Duration::from_millis(ms))
 }
 
-fn log_failures(what: &str, replies: Vec<Result<ShardReply, LogActorError>>) {
+fn log_failures<T>(what: &str, replies: Vec<Result<T, LogActorError>>) {
+    for reply in replies {
+        if let Err(e) = reply {
+            log::error!("{what} failed on a shard: {e}");
+        }
+    }
+}
+
+fn log_retention(replies: Vec<Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>>) {
     for reply in replies {
         match reply {
-            Err(e) => log::error!("{what} failed on a shard: {e}"),
-            Ok(ShardReply::Retention(reports)) => {
+            Err(e) => log::error!("retention failed on a shard: {e}"),
+            Ok(reports) => {
                 for (tp, report) in reports.iter().filter(|(_, r)| r.deleted_segments > 0) {
                     log::info!(
                         "retention deleted {} segment(s), {} bytes, of {tp}; log start offset {}",
@@ -317,7 +383,6 @@ fn log_failures(what: &str, replies: Vec<Result<ShardReply, LogActorError>>) {
                     );
                 }
             }
-            Ok(_) => {}
         }
     }
 }
@@ -354,107 +419,56 @@ impl Actor for LogActor {
 
 impl actix::Supervised for LogActor {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
-        // Logs live in the shards, so a restart loses nothing; only count it.
-        if !self.restarts.record_restart(std::time::Instant::now()) {
-            log::error!("the log actor keeps failing; restarts are being throttled");
+        // Logs live in the shards and placement is rebuilt on every create,
+        // so a restart loses nothing; `started` schedules the timers again.
+        if let Some(cause) = self.link.escalated() {
+            log::error!("the log actor keeps failing ({cause}); it serves on, degraded");
         }
     }
 }
 
-/// Declares a message to the log actor and the shard command it forwards to.
-macro_rules! forwarded_message {
-    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* } -> $out:ty,
-     |$msg:ident| $command:expr, $reply:pat => $value:expr) => {
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub struct $name { pub tp: TopicPartition, $(pub $field: $ty),* }
+/// Declares that the log actor forwards a partition's request to its shard.
+macro_rules! forwarded {
+    ($($name:ident),* $(,)?) => {
+        $(
+            impl Handler<$name> for LogActor {
+                type Result = ResponseFuture<<$name as Message>::Result>;
 
-        impl Message for $name {
-            type Result = Result<$out, LogActorError>;
-        }
-
-        impl Handler<$name> for LogActor {
-            type Result = ResponseFuture<Result<$out, LogActorError>>;
-
-            fn handle(&mut self, $msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
-                let tp = $msg.tp.clone();
-                let reply = self.forward(&tp, $command);
-                Box::pin(async move {
-                    match reply.await? {
-                        $reply => Ok($value),
-                        other => {
-                            log::error!("log shard answered {other:?} to {}", stringify!($name));
-                            Err(LogActorError::Stopped)
-                        }
-                    }
-                })
+                fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
+                    Box::pin(self.forward(msg))
+                }
             }
-        }
+        )*
     };
 }
 
-forwarded_message!(
-    /// Validate, assign offsets to and append a producer's record set.
-    Append { records: Bytes } -> AppendInfo,
-    |m| ShardCommand::Append { tp: m.tp, records: m.records },
-    ShardReply::Appended(info) => info
+forwarded!(
+    Append,
+    Read,
+    OffsetForTimestamp,
+    GetLogOffsets,
+    Flush,
+    Roll,
+    Truncate,
+    DeleteRecordsBefore,
+    UpdateLogConfig,
 );
 
-forwarded_message!(
-    /// Read up to `max_bytes` from `offset`, not past `max_offset`.
-    Read { offset: i64, max_bytes: u64, max_offset: Option<i64> } -> ReadInfo,
-    |m| ShardCommand::Read { tp: m.tp, offset: m.offset, max_bytes: m.max_bytes, max_offset: m.max_offset },
-    ShardReply::Read(info) => info
-);
+/// Every shard, for actors that talk to their shard directly.
+#[derive(Debug)]
+pub struct GetShards;
 
-forwarded_message!(
-    /// The first offset with a timestamp at or after `timestamp`.
-    OffsetForTimestamp { timestamp: i64 } -> Option<(i64, i64)>,
-    |m| ShardCommand::OffsetForTimestamp { tp: m.tp, timestamp: m.timestamp },
-    ShardReply::Timestamp(found) => found
-);
+impl Message for GetShards {
+    type Result = LogShards;
+}
 
-forwarded_message!(
-    /// The partition's log start, log end and recovery point.
-    GetLogOffsets {} -> LogOffsets,
-    |m| ShardCommand::Offsets { tp: m.tp },
-    ShardReply::Offsets(offsets) => offsets
-);
+impl Handler<GetShards> for LogActor {
+    type Result = MessageResult<GetShards>;
 
-forwarded_message!(
-    /// fsync the partition's log now.
-    Flush {} -> (),
-    |m| ShardCommand::Flush { tp: Some(m.tp) },
-    ShardReply::Done => ()
-);
-
-forwarded_message!(
-    /// Start a new active segment.
-    Roll {} -> (),
-    |m| ShardCommand::Roll { tp: m.tp },
-    ShardReply::Done => ()
-);
-
-forwarded_message!(
-    /// Drop every record at `offset` or later (followers).
-    Truncate { offset: i64 } -> (),
-    |m| ShardCommand::Truncate { tp: m.tp, offset: m.offset },
-    ShardReply::Done => ()
-);
-
-forwarded_message!(
-    /// Raise the log start offset (DeleteRecords); answers the new one.
-    DeleteRecordsBefore { offset: i64 } -> i64,
-    |m| ShardCommand::DeleteRecordsBefore { tp: m.tp, offset: m.offset },
-    ShardReply::StartOffset(offset) => offset
-);
-
-forwarded_message!(
-    /// Replace the partition's log config (a topic config change).
-    UpdateLogConfig { config: LogConfig } -> (),
-    |m| ShardCommand::UpdateConfig { tp: m.tp, config: m.config },
-    ShardReply::Done => ()
-);
+    fn handle(&mut self, _msg: GetShards, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.shards.clone())
+    }
+}
 
 /// Create an empty log for a new partition on the least loaded log dir.
 #[derive(Debug)]
@@ -479,20 +493,13 @@ impl Handler<CreateLog> for LogActor {
             return Box::pin(async move { Err(LogActorError::Stopped) });
         };
         self.placement.insert(msg.tp.clone(), dir_index);
-        let reply = self.forward(
-            &msg.tp,
-            ShardCommand::Create {
-                tp: msg.tp.clone(),
-                log_dir: dir.path().to_path_buf(),
-                config: msg.config,
-            },
-        );
-        Box::pin(async move {
-            match reply.await? {
-                ShardReply::Offsets(offsets) => Ok(offsets),
-                _ => Err(LogActorError::Stopped),
-            }
-        })
+        let shard = self.shards.for_partition(&msg.tp);
+        let create = CreateShardLog {
+            tp: msg.tp,
+            log_dir: dir.path().to_path_buf(),
+            config: msg.config,
+        };
+        Box::pin(async move { shard.send(create).await })
     }
 }
 
@@ -511,8 +518,8 @@ impl Handler<DeleteLog> for LogActor {
 
     fn handle(&mut self, msg: DeleteLog, _ctx: &mut Context<Self>) -> Self::Result {
         self.placement.remove(&msg.tp);
-        let reply = self.forward(&msg.tp, ShardCommand::Delete { tp: msg.tp.clone() });
-        Box::pin(async move { reply.await.map(|_| ()) })
+        let shard = self.shards.for_partition(&msg.tp);
+        Box::pin(async move { shard.send(DeleteShardLog { tp: msg.tp }).await })
     }
 }
 
@@ -529,13 +536,35 @@ impl Handler<RetentionTick> for LogActor {
     type Result = ResponseFuture<Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>>;
 
     fn handle(&mut self, _msg: RetentionTick, _ctx: &mut Context<Self>) -> Self::Result {
-        let replies = self.broadcast(|| ShardCommand::EnforceRetention);
+        let replies = self.shards.broadcast(|| EnforceRetention);
         Box::pin(async move {
             let mut all = Vec::new();
             for reply in replies.await {
-                if let ShardReply::Retention(mut reports) = reply? {
-                    all.append(&mut reports);
-                }
+                all.append(&mut reply?);
+            }
+            Ok(all)
+        })
+    }
+}
+
+/// Try to bring offline partitions back now (the timer does this every
+/// `offline_retry_interval_ms`); answers those that came back.
+#[derive(Debug)]
+pub struct RetryOffline;
+
+impl Message for RetryOffline {
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+}
+
+impl Handler<RetryOffline> for LogActor {
+    type Result = ResponseFuture<Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>>;
+
+    fn handle(&mut self, _msg: RetryOffline, _ctx: &mut Context<Self>) -> Self::Result {
+        let replies = self.shards.broadcast(|| ReopenOffline);
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for reply in replies.await {
+                all.append(&mut reply?);
             }
             Ok(all)
         })
@@ -571,21 +600,19 @@ impl Handler<Close> for LogActor {
     type Result = ResponseFuture<Result<(), LogActorError>>;
 
     fn handle(&mut self, _msg: Close, _ctx: &mut Context<Self>) -> Self::Result {
-        let replies = self.broadcast(|| ShardCommand::CloseAll);
+        let replies = self.shards.broadcast(|| CloseAll);
         let dir_paths: Vec<PathBuf> = self.dirs.iter().map(|d| d.path().to_path_buf()).collect();
         let dirs = self.dirs.clone();
         Box::pin(async move {
             let mut entries = Vec::new();
             let mut failed = Vec::new();
             for reply in replies.await {
-                if let ShardReply::Closed {
+                let ClosedLogs {
                     entries: mut part,
                     failed_dirs,
-                } = reply?
-                {
-                    entries.append(&mut part);
-                    failed.extend(failed_dirs);
-                }
+                } = reply?;
+                entries.append(&mut part);
+                failed.extend(failed_dirs);
             }
             // A directory with a partition that failed to close is left
             // without the marker, so its next start recovers.

@@ -1,0 +1,215 @@
+//! The event bus: typed broker events (topics created, deleted or
+//! reconfigured, leadership gained or lost, high watermarks advanced,
+//! groups rebalanced or emptied, brokers registered or gone) fanned out to
+//! every actor that subscribed to their kind. Built-in actors publish here,
+//! and extensions and built-in actors subscribe alike; the ZooKeeper
+//! session's watches are meant to arrive here as the same events.
+//!
+//! Not an actor: publishing is a `try_send` to each subscriber's mailbox,
+//! so a publisher never waits. A subscriber whose mailbox is full misses
+//! that event (counted in `dropped`, logged at debug): events say what
+//! changed, and the next one of a kind carries the latest value. A
+//! subscriber that is gone is removed. It never blocks and never holds an
+//! event.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use actix::prelude::*;
+
+use crate::topic_partition::TopicPartition;
+
+/// Something that happened in the broker.
+#[derive(Debug, Clone, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub enum BrokerEvent {
+    TopicCreated {
+        topic: String,
+        partitions: i32,
+    },
+    TopicDeleted {
+        topic: String,
+        partitions: i32,
+    },
+    TopicConfigChanged {
+        topic: String,
+    },
+    /// This broker now leads `tp`.
+    LeadershipGained {
+        tp: TopicPartition,
+        leader_epoch: i32,
+    },
+    /// This broker no longer leads `tp` (deletion, shutdown, a new leader).
+    LeadershipLost {
+        tp: TopicPartition,
+    },
+    /// Records became committed (readable by consumers): the new high
+    /// watermark, and how many records and bytes moved below it.
+    HighWatermarkAdvanced {
+        tp: TopicPartition,
+        high_watermark: i64,
+        records: i64,
+        bytes: u64,
+    },
+    /// A rebalance completed: the group is Stable in `generation_id`.
+    GroupRebalanced {
+        group_id: String,
+        generation_id: i32,
+        members: usize,
+    },
+    /// The group's last member left; it is Empty.
+    GroupEmptied {
+        group_id: String,
+    },
+    BrokerRegistered {
+        broker_id: i32,
+    },
+    BrokerLeft {
+        broker_id: i32,
+    },
+}
+
+/// The kinds of `BrokerEvent`, for subscriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    TopicCreated,
+    TopicDeleted,
+    TopicConfigChanged,
+    LeadershipGained,
+    LeadershipLost,
+    HighWatermarkAdvanced,
+    GroupRebalanced,
+    GroupEmptied,
+    BrokerRegistered,
+    BrokerLeft,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 10] = [
+        EventKind::TopicCreated,
+        EventKind::TopicDeleted,
+        EventKind::TopicConfigChanged,
+        EventKind::LeadershipGained,
+        EventKind::LeadershipLost,
+        EventKind::HighWatermarkAdvanced,
+        EventKind::GroupRebalanced,
+        EventKind::GroupEmptied,
+        EventKind::BrokerRegistered,
+        EventKind::BrokerLeft,
+    ];
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+impl BrokerEvent {
+    pub fn kind(&self) -> EventKind {
+        match self {
+            BrokerEvent::TopicCreated { .. } => EventKind::TopicCreated,
+            BrokerEvent::TopicDeleted { .. } => EventKind::TopicDeleted,
+            BrokerEvent::TopicConfigChanged { .. } => EventKind::TopicConfigChanged,
+            BrokerEvent::LeadershipGained { .. } => EventKind::LeadershipGained,
+            BrokerEvent::LeadershipLost { .. } => EventKind::LeadershipLost,
+            BrokerEvent::HighWatermarkAdvanced { .. } => EventKind::HighWatermarkAdvanced,
+            BrokerEvent::GroupRebalanced { .. } => EventKind::GroupRebalanced,
+            BrokerEvent::GroupEmptied { .. } => EventKind::GroupEmptied,
+            BrokerEvent::BrokerRegistered { .. } => EventKind::BrokerRegistered,
+            BrokerEvent::BrokerLeft { .. } => EventKind::BrokerLeft,
+        }
+    }
+}
+
+struct Subscriber {
+    recipient: Recipient<BrokerEvent>,
+    kinds: u32,
+}
+
+#[derive(Default)]
+struct Subscribers {
+    list: RwLock<Vec<Subscriber>>,
+    /// Bitwise OR of every subscriber's kinds: a publish nobody listens to
+    /// costs one atomic load.
+    wanted: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// A handle on the bus; cheap to clone, shared by every publisher.
+#[derive(Clone, Default)]
+pub struct EventBus(Arc<Subscribers>);
+
+impl EventBus {
+    pub fn new() -> Self {
+        EventBus::default()
+    }
+
+    /// Deliver every future event of `kinds` to `recipient`.
+    pub fn subscribe(&self, recipient: Recipient<BrokerEvent>, kinds: &[EventKind]) {
+        let mask = kinds.iter().fold(0, |m, k| m | k.bit());
+        let mut list = match self.0.list.write() {
+            Ok(list) => list,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        list.push(Subscriber {
+            recipient,
+            kinds: mask,
+        });
+        self.0.wanted.fetch_or(u64::from(mask), Ordering::SeqCst);
+    }
+
+    /// Whether anyone listens to `kind` (publishers may skip building the
+    /// event otherwise).
+    pub fn wants(&self, kind: EventKind) -> bool {
+        self.0.wanted.load(Ordering::Relaxed) & u64::from(kind.bit()) != 0
+    }
+
+    /// Fan `event` out without waiting.
+    pub fn publish(&self, event: BrokerEvent) {
+        let bit = event.kind().bit();
+        if self.0.wanted.load(Ordering::Relaxed) & u64::from(bit) == 0 {
+            return;
+        }
+        let mut gone = false;
+        {
+            let list = match self.0.list.read() {
+                Ok(list) => list,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            for subscriber in list.iter().filter(|s| s.kinds & bit != 0) {
+                match subscriber.recipient.try_send(event.clone()) {
+                    Ok(()) => {}
+                    Err(SendError::Full(_)) => {
+                        self.0.dropped.fetch_add(1, Ordering::Relaxed);
+                        log::debug!("an event subscriber is behind; {event:?} dropped for it");
+                    }
+                    Err(SendError::Closed(_)) => gone = true,
+                }
+            }
+        }
+        if gone {
+            self.remove_closed();
+        }
+    }
+
+    /// Events not delivered because a subscriber's mailbox was full.
+    pub fn dropped(&self) -> u64 {
+        self.0.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn subscribers(&self) -> usize {
+        match self.0.list.read() {
+            Ok(list) => list.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
+        }
+    }
+
+    fn remove_closed(&self) {
+        let mut list = match self.0.list.write() {
+            Ok(list) => list,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        list.retain(|s| s.recipient.connected());
+        let wanted = list.iter().fold(0u32, |m, s| m | s.kinds);
+        self.0.wanted.store(u64::from(wanted), Ordering::SeqCst);
+    }
+}

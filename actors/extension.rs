@@ -1,0 +1,591 @@
+//! The extension API: how code outside ferrolog adds an actor to a broker.
+//! An `Extension` builds one actix actor; `Broker::builder(config)
+//! .with_extension(e)` starts it under the common supervisor, on the
+//! broker's actor pool, once the broker is up. Through its
+//! `ExtensionContext` the actor can:
+//!
+//! - read committed records (below the high watermark) of any partition,
+//!   or have them pushed to it in order by a `RecordSubscription`, which
+//!   resumes from the position the extension commits;
+//! - produce records into any topic through the same path and validation
+//!   as a client's produce (the partition actor, `max.message.bytes`, CRC);
+//! - subscribe to broker events (`EventBus`);
+//! - commit and read its positions, stored as the committed offsets of the
+//!   consumer group `ferrolog.extension.<name>` in `__consumer_offsets`.
+//!
+//! It never hands an extension a file, an internal actor address, or a way
+//! around the high watermark.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::controller::{Controller, CreateTopic, TopicError};
+use crate::actors::event_bus::EventBus;
+use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
+use crate::actors::partition::{AppendRecords, GetState, PartitionRegistry, ReadRecords};
+use crate::actors::pool::ActorPool;
+use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
+use crate::clock::SharedClock;
+use crate::cluster::MetadataCache;
+use crate::group::records::OffsetAndMetadata;
+use crate::storage::batch::{EntryHeader, LOG_OVERHEAD};
+use crate::topic_partition::TopicPartition;
+
+/// An actor a broker runs beside its own. Implement it, build the broker
+/// with `Broker::builder(config).with_extension(my_extension)`.
+pub trait Extension: Send + 'static {
+    /// The actor. Its `Supervised::restarting` runs after a panic or an
+    /// error stop: rebuild from the broker (read the committed position
+    /// again), never from what the failed run left in memory.
+    type Actor: Actor<Context = Context<Self::Actor>> + actix::Supervised;
+
+    /// Names the extension in logs and in its position group.
+    fn name(&self) -> String;
+
+    /// Build the actor, once, when the broker has started.
+    fn create(self, broker: ExtensionContext) -> Self::Actor;
+}
+
+/// Starts an extension; how the builder keeps extensions of any type.
+pub(crate) type ExtensionStarter =
+    Box<dyn FnOnce(ExtensionContext, &ActorPool) -> SupervisorLink + Send>;
+
+pub(crate) fn starter<E: Extension>(extension: E) -> ExtensionStarter {
+    Box::new(move |mut context: ExtensionContext, pool: &ActorPool| {
+        let name = extension.name();
+        context.name = name.clone();
+        let link = context.link.clone();
+        let arbiter = pool.pick(&name);
+        let spec = ChildSpec::new(format!("extension {name}"), Escalation::Degrade);
+        supervise(Some(&arbiter), spec, link.clone(), move |_| {
+            extension.create(context)
+        });
+        link
+    })
+}
+
+/// Why an extension's request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtensionError {
+    #[error("unknown topic or partition {0}")]
+    UnknownPartition(TopicPartition),
+    /// The broker answered with this Kafka error code.
+    #[error("{what} failed with Kafka error {code}: {message}")]
+    Kafka {
+        what: &'static str,
+        code: i16,
+        message: String,
+    },
+    #[error("records could not be encoded or decoded: {0}")]
+    Records(String),
+    #[error("the broker is shutting down")]
+    Stopped,
+}
+
+impl ExtensionError {
+    /// The Kafka error code a client would have seen.
+    pub fn code(&self) -> i16 {
+        match self {
+            ExtensionError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition.code(),
+            ExtensionError::Kafka { code, .. } => *code,
+            ExtensionError::Records(_) => ResponseError::CorruptMessage.code(),
+            ExtensionError::Stopped => ResponseError::KafkaStorageError.code(),
+        }
+    }
+}
+
+/// A record an extension produces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProducedRecord {
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+/// A committed record as an extension reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedRecord {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+/// One read: the records from the asked offset on (none yet: empty), and
+/// where the next read starts.
+#[derive(Debug, Clone)]
+pub struct CommittedRead {
+    pub records: Vec<CommittedRecord>,
+    pub next_offset: i64,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+}
+
+/// What an extension may reach. Cheap to clone.
+#[derive(Clone)]
+pub struct ExtensionContext {
+    name: String,
+    partitions: PartitionRegistry,
+    metadata: MetadataCache,
+    controller: Addr<Controller>,
+    groups: Addr<GroupCoordinator>,
+    events: EventBus,
+    clock: SharedClock,
+    link: SupervisorLink,
+}
+
+/// Bound on one read: what a consumer's default `max.partition.fetch.bytes` is.
+const READ_MAX_BYTES: u64 = 1 << 20;
+
+impl ExtensionContext {
+    pub(crate) fn new(
+        partitions: PartitionRegistry,
+        metadata: MetadataCache,
+        controller: Addr<Controller>,
+        groups: Addr<GroupCoordinator>,
+        events: EventBus,
+        clock: SharedClock,
+    ) -> Self {
+        ExtensionContext {
+            name: String::new(),
+            partitions,
+            metadata,
+            controller,
+            groups,
+            events,
+            clock,
+            link: SupervisorLink::default(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The broker's event bus.
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    /// This extension's supervision record: `stop()` before a deliberate
+    /// `ctx.stop()`, so the supervisor does not restart it.
+    pub fn supervision(&self) -> &SupervisorLink {
+        &self.link
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// How many partitions `topic` has, if it exists.
+    pub fn partition_count(&self, topic: &str) -> Option<i32> {
+        self.metadata
+            .topic(topic)
+            .map(|t| t.partitions.len() as i32)
+    }
+
+    /// Every topic, internal ones included.
+    pub fn topics(&self) -> Vec<String> {
+        self.metadata.read(|m| m.topics.keys().cloned().collect())
+    }
+
+    /// Create `topic` unless it exists (broker defaults where -1).
+    pub async fn ensure_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        configs: Vec<(String, String)>,
+    ) -> Result<(), ExtensionError> {
+        if self.metadata.topic(topic).is_some() {
+            return Ok(());
+        }
+        let create = CreateTopic {
+            name: topic.to_string(),
+            num_partitions: partitions,
+            replication_factor: -1,
+            assignments: Default::default(),
+            configs,
+            validate_only: false,
+        };
+        match self.controller.send(create).await {
+            Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => Ok(()),
+            Ok(Err(e)) => Err(ExtensionError::Kafka {
+                what: "create topic",
+                code: e.code(),
+                message: e.to_string(),
+            }),
+            Err(_) => Err(ExtensionError::Stopped),
+        }
+    }
+
+    /// Append `records` to `tp` as one batch, as a client's produce with
+    /// acks=all would; answers the first offset.
+    pub async fn produce(
+        &self,
+        tp: &TopicPartition,
+        records: &[ProducedRecord],
+    ) -> Result<i64, ExtensionError> {
+        let handle = self
+            .partitions
+            .get(tp)
+            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
+        let batch = encode_batch(records, self.clock.now_ms())?;
+        match handle.addr.send(AppendRecords { records: batch }).await {
+            Ok(Ok((info, _))) => Ok(info.first_offset),
+            Ok(Err(e)) => Err(ExtensionError::Kafka {
+                what: "produce",
+                code: crate::api::error_code(&e),
+                message: e.to_string(),
+            }),
+            Err(_) => Err(ExtensionError::Kafka {
+                what: "produce",
+                code: ResponseError::NotLeaderOrFollower.code(),
+                message: "the partition actor restarted".into(),
+            }),
+        }
+    }
+
+    /// `tp`'s high watermark and log start offset.
+    pub async fn offsets(&self, tp: &TopicPartition) -> Result<(i64, i64), ExtensionError> {
+        let handle = self
+            .partitions
+            .get(tp)
+            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
+        let state = handle
+            .addr
+            .send(GetState)
+            .await
+            .map_err(|_| ExtensionError::Stopped)?;
+        Ok((state.high_watermark, state.log_start_offset))
+    }
+
+    /// Committed records of `tp` from `offset` (at most about 1 MiB).
+    pub async fn read_committed(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+    ) -> Result<CommittedRead, ExtensionError> {
+        let handle = self
+            .partitions
+            .get(tp)
+            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
+        let read = handle
+            .addr
+            .send(ReadRecords {
+                offset,
+                max_bytes: READ_MAX_BYTES,
+            })
+            .await
+            .map_err(|_| ExtensionError::Stopped)?
+            .map_err(|e| ExtensionError::Kafka {
+                what: "read",
+                code: crate::api::error_code(&e),
+                message: e.to_string(),
+            })?;
+        let bytes = match read.read.region {
+            // Off the actor threads: this is a file read.
+            Some(region) => tokio::task::spawn_blocking(move || region.read_to_vec())
+                .await
+                .map_err(|_| ExtensionError::Stopped)?
+                .map_err(|e| ExtensionError::Records(e.to_string()))?,
+            None => Vec::new(),
+        };
+        let (records, last) = decode_entries(&bytes)?;
+        let records: Vec<CommittedRecord> = records
+            .into_iter()
+            .filter(|r| r.offset >= offset && r.offset < read.state.high_watermark)
+            .collect();
+        Ok(CommittedRead {
+            next_offset: last.map_or(offset, |l| (l + 1).max(offset)),
+            records,
+            high_watermark: read.state.high_watermark,
+            log_start_offset: read.state.log_start_offset,
+        })
+    }
+
+    fn position_group(&self) -> String {
+        format!("ferrolog.extension.{}", self.name)
+    }
+
+    /// The position this extension last committed for `tp`.
+    pub async fn committed_position(
+        &self,
+        tp: &TopicPartition,
+    ) -> Result<Option<i64>, ExtensionError> {
+        let reply = self
+            .ask_group(
+                GroupCommand::FetchOffsets {
+                    partitions: Some(vec![tp.clone()]),
+                },
+                false,
+            )
+            .await?;
+        Ok(match reply {
+            Some(GroupReply::Offsets(offsets)) => offsets
+                .into_iter()
+                .find(|(t, _, _)| t == tp)
+                .and_then(|(_, o, _)| o.map(|o| o.offset)),
+            _ => None,
+        })
+    }
+
+    /// Commit `offset` (the next record to process) for `tp`.
+    pub async fn commit_position(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+    ) -> Result<(), ExtensionError> {
+        let committed = OffsetAndMetadata {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp_ms: self.clock.now_ms(),
+        };
+        let reply = self
+            .ask_group(
+                GroupCommand::CommitOffsets {
+                    member_id: String::new(),
+                    group_instance_id: None,
+                    generation_id: -1,
+                    offsets: vec![(tp.clone(), committed)],
+                },
+                true,
+            )
+            .await?;
+        match reply {
+            Some(GroupReply::Offsets(codes)) => match codes.into_iter().find(|(_, _, c)| *c != 0) {
+                None => Ok(()),
+                Some((_, _, code)) => Err(ExtensionError::Kafka {
+                    what: "commit position",
+                    code,
+                    message: String::new(),
+                }),
+            },
+            _ => Err(ExtensionError::Kafka {
+                what: "commit position",
+                code: ResponseError::CoordinatorNotAvailable.code(),
+                message: String::new(),
+            }),
+        }
+    }
+
+    async fn ask_group(
+        &self,
+        command: GroupCommand,
+        create: bool,
+    ) -> Result<Option<GroupReply>, ExtensionError> {
+        let ask = ForGroup {
+            group_id: self.position_group(),
+            command,
+            create,
+        };
+        match self.groups.send(ask).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(code)) => Err(ExtensionError::Kafka {
+                what: "position",
+                code,
+                message: String::new(),
+            }),
+            Err(_) => Err(ExtensionError::Stopped),
+        }
+    }
+
+    /// Push `topic`'s committed records to `recipient`, partition by
+    /// partition in offset order, from the committed position (or the log
+    /// start). After the recipient answers `Ok` for a delivery the position
+    /// moves past it and is committed; an error or a restart of the
+    /// recipient redelivers from the committed position. Delivery is at
+    /// least once; an extension that needs exactly once checks what it
+    /// already wrote (see `examples/stream_tap.rs`).
+    pub fn subscribe_records(
+        &self,
+        topic: &str,
+        recipient: Recipient<CommittedRecords>,
+    ) -> Result<RecordSubscription, ExtensionError> {
+        let count = self
+            .partition_count(topic)
+            .ok_or_else(|| ExtensionError::UnknownPartition(TopicPartition::new(topic, 0)))?;
+        let mut tasks = Vec::new();
+        for partition in 0..count {
+            let tp = TopicPartition::new(topic, partition);
+            let context = self.clone();
+            let recipient = recipient.clone();
+            tasks.push(actix_rt::spawn(async move {
+                context.deliver_forever(tp, recipient).await
+            }));
+        }
+        Ok(RecordSubscription { tasks })
+    }
+
+    async fn deliver_forever(&self, tp: TopicPartition, recipient: Recipient<CommittedRecords>) {
+        let retry = Duration::from_millis(200);
+        loop {
+            if !recipient.connected() {
+                return;
+            }
+            let start = match self.committed_position(&tp).await {
+                Ok(Some(offset)) => offset,
+                Ok(None) => match self.offsets(&tp).await {
+                    Ok((_, log_start)) => log_start,
+                    Err(_) => {
+                        tokio::time::sleep(retry).await;
+                        continue;
+                    }
+                },
+                Err(_) => {
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+            };
+            // Runs until a delivery fails; then start over from the commit.
+            if let Err(e) = self.deliver_from(&tp, start, &recipient).await {
+                log::debug!(
+                    "extension {}: delivery of {tp} restarts from its committed position: {e}",
+                    self.name
+                );
+                tokio::time::sleep(retry).await;
+            }
+        }
+    }
+
+    async fn deliver_from(
+        &self,
+        tp: &TopicPartition,
+        mut position: i64,
+        recipient: &Recipient<CommittedRecords>,
+    ) -> Result<(), ExtensionError> {
+        let mut high_watermark = self
+            .partitions
+            .get(tp)
+            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?
+            .high_watermark;
+        loop {
+            let read = self.read_committed(tp, position).await?;
+            if read.records.is_empty() {
+                if read.next_offset > position {
+                    position = read.next_offset;
+                    continue;
+                }
+                // Wait for new committed records (or re-check now and then).
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), high_watermark.changed()).await;
+                continue;
+            }
+            let next = read.next_offset;
+            let delivery = CommittedRecords {
+                tp: tp.clone(),
+                records: read.records,
+            };
+            match recipient.send(delivery).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(ExtensionError::Stopped),
+            }
+            self.commit_position(tp, next).await?;
+            position = next;
+        }
+    }
+}
+
+/// Committed records pushed to a subscribed extension, in offset order.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), ExtensionError>")]
+pub struct CommittedRecords {
+    pub tp: TopicPartition,
+    pub records: Vec<CommittedRecord>,
+}
+
+/// The tasks delivering a subscription; dropping it does not stop them,
+/// `cancel` does (they also end when the recipient is gone for good).
+pub struct RecordSubscription {
+    tasks: Vec<actix_rt::task::JoinHandle<()>>,
+}
+
+impl RecordSubscription {
+    pub fn cancel(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+fn encode_batch(records: &[ProducedRecord], now_ms: i64) -> Result<Bytes, ExtensionError> {
+    let records: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32,
+            timestamp: now_ms,
+            key: r.key.clone(),
+            value: r.value.clone(),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
+                .collect::<IndexMap<_, _>>(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .map_err(|e| ExtensionError::Records(e.to_string()))?;
+    Ok(buf.freeze())
+}
+
+/// Decode every whole entry in `entries` (a trailing partial one is left);
+/// also the last offset of the last whole entry.
+fn decode_entries(entries: &[u8]) -> Result<(Vec<CommittedRecord>, Option<i64>), ExtensionError> {
+    let mut out = Vec::new();
+    let mut last_offset = None;
+    let mut position = 0;
+    while position + LOG_OVERHEAD <= entries.len() {
+        let Ok(header) = EntryHeader::parse(&entries[position..], position) else {
+            break;
+        };
+        if position + header.size > entries.len() {
+            break;
+        }
+        let mut bytes = Bytes::copy_from_slice(&entries[position..position + header.size]);
+        let set = RecordBatchDecoder::decode(&mut bytes)
+            .map_err(|e| ExtensionError::Records(e.to_string()))?;
+        out.extend(set.records.into_iter().filter(|r| !r.control).map(|r| {
+            CommittedRecord {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key,
+                value: r.value,
+                headers: r
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            }
+        }));
+        position += header.size;
+        last_offset = Some(header.last_offset);
+    }
+    Ok((out, last_offset))
+}

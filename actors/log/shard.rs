@@ -1,0 +1,568 @@
+//! A log shard: one blocking thread (an actix `SyncArbiter` of size one) that
+//! owns a fixed subset of the partition logs and runs every file operation on
+//! them. A partition always maps to the same shard, so its appends keep their
+//! order; shards run in parallel with each other and off the async reactors.
+//!
+//! It never lets a disk error or a panic on one partition escape: the
+//! partition is marked offline with a log line and the shard keeps serving the
+//! others. Only the log actor (`actors/log.rs`) talks to it.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use actix::prelude::*;
+use bytes::Bytes;
+
+use crate::clock::SharedClock;
+use crate::storage::{
+    AppendInfo, LoadOptions, LogConfig, LogError, PartitionLog, ReadInfo, RetentionReport,
+};
+use crate::topic_partition::TopicPartition;
+
+use super::LogActorError;
+use crate::actors::supervisor::panic_message;
+
+/// A partition's offsets as its log knows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsets {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub recovery_point: i64,
+}
+
+/// One partition's line in the checkpoint files of its log directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointEntry {
+    pub tp: TopicPartition,
+    /// The `log.dirs` entry holding the partition.
+    pub log_dir: PathBuf,
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+}
+
+enum PartitionState {
+    Online(Box<PartitionLog>),
+    /// Taken offline by a disk error or a panic; `ReopenOffline` retries
+    /// loading it from what was last known.
+    Offline {
+        reason: String,
+        dir: PathBuf,
+        config: LogConfig,
+        options: LoadOptions,
+    },
+}
+
+pub struct LogShard {
+    id: usize,
+    logs: HashMap<TopicPartition, PartitionState>,
+    clock: SharedClock,
+}
+
+impl LogShard {
+    pub fn new(id: usize, clock: SharedClock) -> Self {
+        LogShard {
+            id,
+            logs: HashMap::new(),
+            clock,
+        }
+    }
+
+    /// Run `op` on an online log. A fatal error or a panic takes the
+    /// partition offline; client errors pass through untouched.
+    fn with_log<T>(
+        &mut self,
+        tp: &TopicPartition,
+        op: impl FnOnce(&mut PartitionLog, i64) -> Result<T, LogError>,
+    ) -> Result<T, LogActorError> {
+        let now_ms = self.clock.now_ms();
+        let log = match self.logs.get_mut(tp) {
+            None => return Err(LogActorError::UnknownPartition(tp.clone())),
+            Some(PartitionState::Offline { reason, .. }) => {
+                return Err(LogActorError::PartitionOffline {
+                    tp: tp.clone(),
+                    reason: reason.clone(),
+                })
+            }
+            Some(PartitionState::Online(log)) => log,
+        };
+        let failure = match catch_unwind(AssertUnwindSafe(|| op(log, now_ms))) {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) if !e.is_fatal_for_partition() => return Err(LogActorError::Log(e)),
+            Ok(Err(e)) => e.to_string(),
+            Err(panic) => format!("panic: {}", panic_message(panic.as_ref())),
+        };
+        self.take_offline(tp, failure.clone());
+        Err(LogActorError::PartitionOffline {
+            tp: tp.clone(),
+            reason: failure,
+        })
+    }
+
+    fn take_offline(&mut self, tp: &TopicPartition, reason: String) {
+        log::error!(
+            "log shard {}: partition {tp} is now offline: {reason}",
+            self.id
+        );
+        let state = match self.logs.remove(tp) {
+            Some(PartitionState::Online(log)) => PartitionState::Offline {
+                reason,
+                dir: log.dir().to_path_buf(),
+                config: log.config().clone(),
+                options: LoadOptions {
+                    recovery_point: log.recovery_point(),
+                    log_start_offset: log.log_start_offset(),
+                    clean_shutdown: false,
+                },
+            },
+            Some(PartitionState::Offline {
+                dir,
+                config,
+                options,
+                ..
+            }) => PartitionState::Offline {
+                reason,
+                dir,
+                config,
+                options,
+            },
+            None => return,
+        };
+        self.logs.insert(tp.clone(), state);
+    }
+
+    /// Run a whole command with panics contained: a panic answers an error
+    /// and the shard thread, with every other partition on it, lives on.
+    fn guarded<T>(
+        &mut self,
+        what: &'static str,
+        op: impl FnOnce(&mut Self) -> Result<T, LogActorError>,
+    ) -> Result<T, LogActorError> {
+        match catch_unwind(AssertUnwindSafe(|| op(self))) {
+            Ok(result) => result,
+            Err(panic) => {
+                let reason = panic_message(panic.as_ref());
+                log::error!("log shard {}: {what} panicked: {reason}", self.id);
+                Err(LogActorError::ShardPanic { what, reason })
+            }
+        }
+    }
+
+    fn load(
+        &mut self,
+        tp: TopicPartition,
+        dir: PathBuf,
+        config: LogConfig,
+        options: LoadOptions,
+    ) -> Result<LogOffsets, LogActorError> {
+        let now_ms = self.clock.now_ms();
+        let loaded = catch_unwind(AssertUnwindSafe(|| {
+            PartitionLog::load(&dir, tp.clone(), config.clone(), options, now_ms)
+        }));
+        let reason = match loaded {
+            Ok(Ok((log, _report))) => {
+                let offsets = offsets_of(&log);
+                self.logs.insert(tp, PartitionState::Online(Box::new(log)));
+                return Ok(offsets);
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(panic) => format!("panic while loading: {}", panic_message(panic.as_ref())),
+        };
+        log::error!("partition {tp} could not be loaded and is offline: {reason}");
+        self.logs.insert(
+            tp.clone(),
+            PartitionState::Offline {
+                reason: reason.clone(),
+                dir,
+                config,
+                options,
+            },
+        );
+        Err(LogActorError::PartitionOffline { tp, reason })
+    }
+
+    fn online(&mut self) -> impl Iterator<Item = (&TopicPartition, &mut PartitionLog)> {
+        self.logs.iter_mut().filter_map(|(tp, state)| match state {
+            PartitionState::Online(log) => Some((tp, log.as_mut())),
+            PartitionState::Offline { .. } => None,
+        })
+    }
+
+    /// Run `op` on every online log, isolating failures per partition.
+    fn for_each_log<T>(
+        &mut self,
+        mut op: impl FnMut(&mut PartitionLog, i64) -> Result<T, LogError>,
+    ) -> Vec<(TopicPartition, T)> {
+        let tps: Vec<TopicPartition> = self.online().map(|(tp, _)| tp.clone()).collect();
+        let mut results = Vec::with_capacity(tps.len());
+        for tp in tps {
+            if let Ok(value) = self.with_log(&tp, &mut op) {
+                results.push((tp, value));
+            }
+        }
+        results
+    }
+}
+
+fn offsets_of(log: &PartitionLog) -> LogOffsets {
+    LogOffsets {
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.log_end_offset(),
+        recovery_point: log.recovery_point(),
+    }
+}
+
+fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
+    CheckpointEntry {
+        tp: log.tp().clone(),
+        log_dir: log
+            .dir()
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default(),
+        recovery_point: log.recovery_point(),
+        log_start_offset: log.log_start_offset(),
+    }
+}
+
+impl Actor for LogShard {
+    type Context = SyncContext<Self>;
+
+    fn started(&mut self, _ctx: &mut Self::Context) {
+        log::debug!("log shard {} started", self.id);
+    }
+}
+
+/// Declares a request about one partition: its message struct, answered by
+/// the shard owning the partition (the log actor forwards the same struct,
+/// and partition actors send it to their shard directly).
+macro_rules! partition_request {
+    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* } -> $out:ty,
+     |$log:ident, $now:ident, $msg:ident| $op:expr) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name { pub tp: TopicPartition, $(pub $field: $ty),* }
+
+        impl Message for $name {
+            type Result = Result<$out, LogActorError>;
+        }
+
+        impl PartitionRequest for $name {
+            fn tp(&self) -> &TopicPartition {
+                &self.tp
+            }
+        }
+
+        impl Handler<$name> for LogShard {
+            type Result = Result<$out, LogActorError>;
+
+            fn handle(&mut self, $msg: $name, _ctx: &mut Self::Context) -> Self::Result {
+                let tp = $msg.tp.clone();
+                #[allow(unused_variables)]
+                self.with_log(&tp, |$log, $now| $op)
+            }
+        }
+    };
+}
+
+/// A request routed by partition to the shard that owns it.
+pub trait PartitionRequest {
+    fn tp(&self) -> &TopicPartition;
+}
+
+partition_request!(
+    /// Validate, assign offsets to and append a producer's record set.
+    Append { records: Bytes } -> AppendInfo,
+    |log, now, msg| {
+        fail::fail_point!("shard.append", |_| Err(LogError::io(
+            log.dir(),
+            std::io::Error::from_raw_os_error(libc::EIO)
+        )));
+        log.append(msg.records, now)
+    }
+);
+
+partition_request!(
+    /// Read up to `max_bytes` from `offset`, not past `max_offset`.
+    Read { offset: i64, max_bytes: u64, max_offset: Option<i64> } -> ReadInfo,
+    |log, now, msg| log.read(msg.offset, msg.max_bytes, msg.max_offset)
+);
+
+partition_request!(
+    /// The first offset with a timestamp at or after `timestamp`.
+    OffsetForTimestamp { timestamp: i64 } -> Option<(i64, i64)>,
+    |log, now, msg| log.offset_for_timestamp(msg.timestamp)
+);
+
+partition_request!(
+    /// The partition's log start, log end and recovery point.
+    GetLogOffsets {} -> LogOffsets,
+    |log, now, msg| Ok(offsets_of(log))
+);
+
+partition_request!(
+    /// fsync the partition's log now.
+    Flush {} -> (),
+    |log, now, msg| log.flush(now)
+);
+
+partition_request!(
+    /// Start a new active segment.
+    Roll {} -> (),
+    |log, now, msg| log.roll(now)
+);
+
+partition_request!(
+    /// Drop every record at `offset` or later (followers).
+    Truncate { offset: i64 } -> (),
+    |log, now, msg| log.truncate_to(msg.offset, now)
+);
+
+partition_request!(
+    /// Raise the log start offset (DeleteRecords); answers the new one.
+    DeleteRecordsBefore { offset: i64 } -> i64,
+    |log, now, msg| log.delete_records_before(msg.offset)
+);
+
+partition_request!(
+    /// Replace the partition's log config (a topic config change).
+    UpdateLogConfig { config: LogConfig } -> (),
+    |log, now, msg| {
+        log.update_config(msg.config);
+        Ok(())
+    }
+);
+
+/// Load a partition found on disk at start-up (recovering it if needed).
+#[derive(Debug)]
+pub struct OpenLog {
+    pub tp: TopicPartition,
+    pub dir: PathBuf,
+    pub config: LogConfig,
+    pub options: LoadOptions,
+}
+
+impl Message for OpenLog {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<OpenLog> for LogShard {
+    type Result = Result<LogOffsets, LogActorError>;
+
+    fn handle(&mut self, msg: OpenLog, _ctx: &mut Self::Context) -> Self::Result {
+        self.load(msg.tp, msg.dir, msg.config, msg.options)
+    }
+}
+
+/// Create an empty log for a new partition in `log_dir`.
+#[derive(Debug)]
+pub struct CreateShardLog {
+    pub tp: TopicPartition,
+    pub log_dir: PathBuf,
+    pub config: LogConfig,
+}
+
+impl Message for CreateShardLog {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<CreateShardLog> for LogShard {
+    type Result = Result<LogOffsets, LogActorError>;
+
+    fn handle(&mut self, msg: CreateShardLog, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("create", |shard| {
+            if shard.logs.contains_key(&msg.tp) {
+                return Err(LogActorError::PartitionExists(msg.tp));
+            }
+            fail::fail_point!("shard.create");
+            let now_ms = shard.clock.now_ms();
+            let log = PartitionLog::create(&msg.log_dir, msg.tp.clone(), msg.config, now_ms)?;
+            let offsets = offsets_of(&log);
+            shard
+                .logs
+                .insert(msg.tp, PartitionState::Online(Box::new(log)));
+            Ok(offsets)
+        })
+    }
+}
+
+/// Delete a partition's log and its files.
+#[derive(Debug)]
+pub struct DeleteShardLog {
+    pub tp: TopicPartition,
+}
+
+impl Message for DeleteShardLog {
+    type Result = Result<(), LogActorError>;
+}
+
+impl Handler<DeleteShardLog> for LogShard {
+    type Result = Result<(), LogActorError>;
+
+    fn handle(&mut self, msg: DeleteShardLog, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("delete", |shard| match shard.logs.remove(&msg.tp) {
+            Some(PartitionState::Online(log)) => Ok(log.delete()?),
+            Some(PartitionState::Offline { dir, .. }) => {
+                std::fs::remove_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+                Ok(())
+            }
+            None => Err(LogActorError::UnknownPartition(msg.tp)),
+        })
+    }
+}
+
+/// fsync every log (`Some`), or only those whose `flush.ms` has passed.
+#[derive(Debug, Clone, Copy)]
+pub enum FlushLogs {
+    All,
+    Due,
+}
+
+impl Message for FlushLogs {
+    type Result = Result<(), LogActorError>;
+}
+
+impl Handler<FlushLogs> for LogShard {
+    type Result = Result<(), LogActorError>;
+
+    fn handle(&mut self, msg: FlushLogs, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("flush", |shard| {
+            match msg {
+                FlushLogs::All => {
+                    shard.for_each_log(|log, now| log.flush(now));
+                }
+                FlushLogs::Due => {
+                    shard.for_each_log(|log, now| log.maybe_flush(now));
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Delete segments past `retention.ms`/`retention.bytes` on every log.
+#[derive(Debug)]
+pub struct EnforceRetention;
+
+impl Message for EnforceRetention {
+    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>;
+}
+
+impl Handler<EnforceRetention> for LogShard {
+    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>;
+
+    fn handle(&mut self, _msg: EnforceRetention, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("retention", |shard| {
+            Ok(shard.for_each_log(|log, now| log.enforce_retention(now)))
+        })
+    }
+}
+
+/// Every log's checkpoint line.
+#[derive(Debug)]
+pub struct CollectCheckpoints;
+
+impl Message for CollectCheckpoints {
+    type Result = Result<Vec<CheckpointEntry>, LogActorError>;
+}
+
+impl Handler<CollectCheckpoints> for LogShard {
+    type Result = Result<Vec<CheckpointEntry>, LogActorError>;
+
+    fn handle(&mut self, _msg: CollectCheckpoints, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("checkpoints", |shard| {
+            Ok(shard
+                .for_each_log(|log, _| Ok(checkpoint_of(log)))
+                .into_iter()
+                .map(|(_, entry)| entry)
+                .collect())
+        })
+    }
+}
+
+/// What closing a shard's logs left: the checkpoint lines of the logs
+/// closed cleanly, and the log dirs holding one that failed.
+#[derive(Debug, Default)]
+pub struct ClosedLogs {
+    pub entries: Vec<CheckpointEntry>,
+    pub failed_dirs: Vec<PathBuf>,
+}
+
+/// Flush and close every log; the shard holds none afterwards.
+#[derive(Debug)]
+pub struct CloseAll;
+
+impl Message for CloseAll {
+    type Result = Result<ClosedLogs, LogActorError>;
+}
+
+impl Handler<CloseAll> for LogShard {
+    type Result = Result<ClosedLogs, LogActorError>;
+
+    fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("close", |shard| {
+            let now_ms = shard.clock.now_ms();
+            let mut closed = ClosedLogs::default();
+            for (tp, state) in shard.logs.drain() {
+                match state {
+                    PartitionState::Online(log) => {
+                        let entry = checkpoint_of(&log);
+                        match log.close(now_ms) {
+                            Ok(()) => closed.entries.push(entry),
+                            Err(e) => {
+                                log::error!("closing {tp} failed: {e}");
+                                closed.failed_dirs.push(entry.log_dir);
+                            }
+                        }
+                    }
+                    PartitionState::Offline { dir, .. } => {
+                        if let Some(parent) = dir.parent() {
+                            closed.failed_dirs.push(parent.to_path_buf());
+                        }
+                    }
+                }
+            }
+            Ok(closed)
+        })
+    }
+}
+
+/// Try to load every offline partition again from what was last known of
+/// it (the disk fault may have cleared: space freed, a remount). Answers
+/// the partitions that came back.
+#[derive(Debug)]
+pub struct ReopenOffline;
+
+impl Message for ReopenOffline {
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+}
+
+impl Handler<ReopenOffline> for LogShard {
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+
+    fn handle(&mut self, _msg: ReopenOffline, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("reopen", |shard| {
+            let offline: Vec<(TopicPartition, PathBuf, LogConfig, LoadOptions)> = shard
+                .logs
+                .iter()
+                .filter_map(|(tp, state)| match state {
+                    PartitionState::Offline {
+                        dir,
+                        config,
+                        options,
+                        ..
+                    } if dir.exists() => Some((tp.clone(), dir.clone(), config.clone(), *options)),
+                    _ => None,
+                })
+                .collect();
+            let mut back = Vec::new();
+            for (tp, dir, config, options) in offline {
+                if let Ok(offsets) = shard.load(tp.clone(), dir, config, options) {
+                    log::info!("partition {tp} is back online at {offsets:?}");
+                    back.push((tp, offsets));
+                }
+            }
+            Ok(back)
+        })
+    }
+}
