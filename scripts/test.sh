@@ -4,7 +4,8 @@
 # librdkafka, which the rdkafka crate builds from source; kcat; the Python
 # clients kafka-python and confluent-kafka), then: format check, clippy, and
 # the whole cargo test suite (unit, integration with real clients and real
-# broker processes, SIGKILL crash tests, decoder fuzzing).
+# broker processes, SIGKILL crash tests, decoder fuzzing), then the
+# fault-injection suite built with `--features failpoints`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,11 +38,17 @@ echo "== cargo fmt --check"
 cargo fmt -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
+cargo clippy --features failpoints --all-targets -- -D warnings
 echo "== cargo test"
 log=$(mktemp)
 set +e
 cargo test --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# Fault injection: the same crate built with its fail points compiled in.
+echo "== cargo test --features failpoints --test failpoints"
+cargo test --features failpoints --test failpoints 2>&1 | tee -a "$log"
+fp_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$fp_status
 set -e
 # The last binaries cargo runs (examples, benches) hold no tests; close with
 # the totals over every binary instead.

@@ -21,6 +21,12 @@ struct Args {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // A panic is contained by its actor's supervisor; log it as one line
+    // through `log` like everything else (the supervisor logs the restart).
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        log::error!("panic on thread {}: {info}", thread.name().unwrap_or("?"));
+    }));
     // Arms the fail points named in FAILPOINTS (only in builds with the
     // `failpoints` feature; tests use them to inject panics and disk errors).
     #[cfg(feature = "failpoints")]

@@ -25,11 +25,20 @@ impl BrokerProcess {
     /// Start a broker on `log_dir` with `overrides` (`key=value`) on top of
     /// the shipped `config/server.properties`.
     pub fn start(log_dir: &Path, overrides: &[&str]) -> BrokerProcess {
-        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        Self::start_owned(log_dir, overrides)
+        Self::start_with_env(log_dir, overrides, &[])
     }
 
-    fn start_owned(log_dir: &Path, overrides: Vec<String>) -> BrokerProcess {
+    /// `start` with extra environment variables (`FAILPOINTS`, for one).
+    pub fn start_with_env(
+        log_dir: &Path,
+        overrides: &[&str],
+        env: &[(&str, &str)],
+    ) -> BrokerProcess {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Self::start_owned(log_dir, overrides, env)
+    }
+
+    fn start_owned(log_dir: &Path, overrides: Vec<String>, env: &[(&str, &str)]) -> BrokerProcess {
         let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties");
         let mut command = Command::new(env!("CARGO_BIN_EXE_ferrolog"));
         command
@@ -39,6 +48,7 @@ impl BrokerProcess {
         for o in &overrides {
             command.args(["--override", o]);
         }
+        command.envs(env.iter().copied());
         let mut child = command
             .env(
                 "RUST_LOG",
@@ -171,6 +181,30 @@ impl BrokerProcess {
 
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Wait (bounded) for the process to exit by itself; its status.
+    pub fn wait_for_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not exit within {timeout:?}: {:?}",
+                self.log_lines()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Log lines so far that contain `needle`.
+    pub fn count_lines(&mut self, needle: &str) -> usize {
+        self.log_lines()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
     }
 }
 
