@@ -30,7 +30,7 @@ use kafka_protocol::records::{
 use crate::actors::consumer_group::{GroupCommand, GroupReply};
 use crate::actors::controller::{Controller, CreateTopic, TopicError};
 use crate::actors::event_bus::EventBus;
-use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
+use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
 use crate::actors::partition::{AppendRecords, GetState, PartitionRegistry, ReadRecords};
 use crate::actors::pool::ActorPool;
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -391,11 +391,21 @@ impl ExtensionContext {
         };
         match self.groups.send(ask).await {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(code)) => Err(ExtensionError::Kafka {
-                what: "position",
-                code,
-                message: String::new(),
-            }),
+            Ok(Err(code)) => {
+                // As a client would: find the coordinator, which creates
+                // and loads `__consumer_offsets` on first use; retry later.
+                let _ = self
+                    .groups
+                    .send(FindGroupCoordinator {
+                        group_id: self.position_group(),
+                    })
+                    .await;
+                Err(ExtensionError::Kafka {
+                    what: "position",
+                    code,
+                    message: String::new(),
+                })
+            }
             Err(_) => Err(ExtensionError::Stopped),
         }
     }

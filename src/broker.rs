@@ -279,7 +279,60 @@ fn advertised_endpoint(config: &BrokerConfig, bound: SocketAddr) -> AdvertisedEn
     AdvertisedEndpoint { host, port }
 }
 
+/// Why a served broker stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    Signal(&'static str),
+    /// A broker-wide actor failed past its restart budget.
+    Fatal(String),
+}
+
+/// SIGTERM and SIGINT, installed before the broker starts so that a signal
+/// during start-up still ends in a clean shutdown.
+pub struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Must run inside a tokio (actix) runtime.
+    pub fn install() -> std::io::Result<StopSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+}
+
 impl BrokerHandle {
+    /// Serve until SIGTERM/SIGINT, a fatal failure, or `deadline`, then
+    /// shut down cleanly; says why it stopped.
+    pub async fn serve_until_stopped(
+        mut self,
+        mut signals: StopSignals,
+        deadline: Option<std::time::Duration>,
+    ) -> Result<StopReason, BrokerError> {
+        let deadline = async {
+            match deadline {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
+        let reason = tokio::select! {
+            _ = signals.term.recv() => StopReason::Signal("SIGTERM"),
+            _ = signals.int.recv() => StopReason::Signal("SIGINT"),
+            _ = deadline => StopReason::Signal("deadline"),
+            cause = self.fatal() => StopReason::Fatal(cause),
+        };
+        match &reason {
+            StopReason::Signal(name) => log::info!("{name}: shutting down"),
+            StopReason::Fatal(cause) => log::error!("shutting down: {cause}"),
+        }
+        self.shutdown().await?;
+        Ok(reason)
+    }
+
     /// Resolves when a broker-wide actor has failed past its restart budget,
     /// with the cause; the caller should then `shutdown`.
     pub async fn fatal(&mut self) -> String {

@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ferrolog::broker::Broker;
+use ferrolog::broker::{Broker, StopReason, StopSignals};
 use ferrolog::config::BrokerConfig;
-use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(Parser, Debug)]
 #[command(version, about = "A Kafka-compatible commit-log broker")]
@@ -43,26 +42,13 @@ fn main() -> ExitCode {
     let system = actix_rt::System::new();
     let outcome = system.block_on(async move {
         // Before starting: a SIGTERM during start-up must still shut down cleanly.
-        let (mut term, mut int) = match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(term), Ok(int)) => (term, int),
-            _ => return Err("cannot install signal handlers".to_string()),
-        };
-        let mut broker = Broker::start(config).await.map_err(|e| e.to_string())?;
-        let fatal = tokio::select! {
-            _ = term.recv() => { log::info!("SIGTERM: shutting down"); None }
-            _ = int.recv() => { log::info!("SIGINT: shutting down"); None }
-            cause = broker.fatal() => {
-                log::error!("shutting down: {cause}");
-                Some(cause)
-            }
-        };
-        broker.shutdown().await.map_err(|e| e.to_string())?;
-        match fatal {
-            Some(cause) => Err(format!("stopped after a failure: {cause}")),
-            None => Ok(()),
+        let signals =
+            StopSignals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
+        match broker.serve_until_stopped(signals, None).await {
+            Ok(StopReason::Signal(_)) => Ok(()),
+            Ok(StopReason::Fatal(cause)) => Err(format!("stopped after a failure: {cause}")),
+            Err(e) => Err(e.to_string()),
         }
     });
     match outcome {

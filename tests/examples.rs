@@ -15,7 +15,13 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-const EXAMPLES: [&str; 3] = ["embedded_broker", "producer", "consumer"];
+const EXAMPLES: [&str; 5] = [
+    "embedded_broker",
+    "producer",
+    "consumer",
+    "stream_tap",
+    "topic_counter",
+];
 
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/examples-*`).
 fn profile_dir() -> PathBuf {
@@ -124,7 +130,8 @@ fn run_bounded(command: &mut Command, timeout: Duration) -> Run {
     }
 }
 
-/// A running `embedded_broker`; dropping it SIGKILLs the process.
+/// A running broker example (`embedded_broker`, `stream_tap`,
+/// `topic_counter`); dropping it SIGKILLs the process.
 struct EmbeddedBroker {
     child: Child,
     address: String,
@@ -134,7 +141,11 @@ struct EmbeddedBroker {
 impl EmbeddedBroker {
     /// Start it and wait (bounded) for its `listening on <addr>` line.
     fn start(log_dir: &Path, extra: &[&str]) -> EmbeddedBroker {
-        let mut child = Command::new(example("embedded_broker"))
+        Self::start_example("embedded_broker", log_dir, extra)
+    }
+
+    fn start_example(name: &str, log_dir: &Path, extra: &[&str]) -> EmbeddedBroker {
+        let mut child = Command::new(example(name))
             .arg("--log-dir")
             .arg(log_dir)
             .args(extra)
@@ -209,6 +220,12 @@ impl EmbeddedBroker {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// SIGKILL, as a crash.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     fn terminate(&mut self) -> (ExitStatus, Vec<String>) {
@@ -316,4 +333,240 @@ fn embedded_broker_stops_after_seconds() {
     );
     assert!(said.iter().any(|l| l.contains("time is up")), "{said:?}");
     assert!(dir.path().join(".kafka_cleanshutdown").exists());
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
+fn client(bootstrap: &str) -> rdkafka::config::ClientConfig {
+    let mut config = rdkafka::config::ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4");
+    config
+}
+
+fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<_> = client(bootstrap).create().expect("admin client");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let results = block_on(admin.create_topics([&topic], &options)).expect("CreateTopics answers");
+    assert_eq!(results, vec![Ok(name.to_string())]);
+}
+
+/// Send `key-i`/`value` pairs to `topic`, partition `i % partitions`; waits
+/// for every acknowledgement.
+fn produce(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    range: std::ops::Range<usize>,
+    value: impl Fn(usize) -> String,
+) {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer = client(bootstrap).create().expect("producer");
+    for i in range {
+        let key = format!("key-{i}");
+        let payload = value(i);
+        let mut record = BaseRecord::to(topic)
+            .key(key.as_str())
+            .payload(payload.as_str())
+            .partition(i as i32 % partitions);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    record = back;
+                    producer.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    producer
+        .flush(Duration::from_secs(60))
+        .expect("all acknowledged");
+}
+
+/// (partition, key, value, headers) of a consumed record, as text.
+type Consumed = (i32, String, String, Vec<(String, String)>);
+
+/// Every record of `topic` from the beginning, until `expected` arrived and
+/// then a quiet second more (to catch extras): (partition, key, value, headers).
+fn consume_all(bootstrap: &str, topic: &str, partitions: i32, expected: usize) -> Vec<Consumed> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::{Headers, Message};
+    let consumer: BaseConsumer = client(bootstrap)
+        .set("group.id", format!("check-{topic}"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut list = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        list.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&list).unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut quiet_since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let text =
+                    |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).to_string();
+                let headers = m
+                    .headers()
+                    .map(|hs| {
+                        hs.iter()
+                            .map(|h| (h.key.to_string(), text(h.value)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.push((m.partition(), text(m.key()), text(m.payload()), headers));
+                quiet_since = None;
+            }
+            _ if out.len() >= expected => {
+                let since = *quiet_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_secs(1) {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `stream_tap` copies `words` (3 partitions) into `WORDS`, upper-cased, as
+/// an extension actor inside the broker. The broker is SIGKILLed while the
+/// tap is mid-copy, restarted on the same data, and more records follow:
+/// the destination ends with every source record exactly once (each key
+/// once, value upper-cased, in source-offset order per partition), however
+/// much was copied but not yet committed at the kill.
+#[test]
+fn stream_tap_copies_every_record_exactly_once_across_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--source", "words", "--destination", "WORDS"];
+    let mut broker = EmbeddedBroker::start_example("stream_tap", dir.path(), &args);
+    create_topic(&broker.address, "words", 3);
+    let total = 6000;
+    produce(&broker.address, "words", 3, 0..3000, |i| {
+        format!("word-{i}")
+    });
+    // Kill while copying: some but not all of the first 3000 are across.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let copied = consume_count(&broker.address, "WORDS", 3);
+        if copied > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the tap never copied anything");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    broker.kill();
+    let mut broker = EmbeddedBroker::start_example("stream_tap", dir.path(), &args);
+    produce(&broker.address, "words", 3, 3000..total, |i| {
+        format!("word-{i}")
+    });
+    let copied = consume_all(&broker.address, "WORDS", 3, total);
+    let mut keys = std::collections::BTreeSet::new();
+    let mut last_source_offset = std::collections::HashMap::new();
+    for (partition, key, value, headers) in &copied {
+        let i: usize = key.strip_prefix("key-").unwrap().parse().unwrap();
+        assert_eq!(*partition, i as i32 % 3);
+        assert_eq!(value, &format!("WORD-{i}"));
+        assert!(keys.insert(i), "key-{i} copied twice");
+        let source_offset: i64 = headers
+            .iter()
+            .find(|(k, _)| k == "ferrolog.tap.source-offset")
+            .unwrap()
+            .1
+            .parse()
+            .unwrap();
+        let last = last_source_offset
+            .insert(*partition, source_offset)
+            .unwrap_or(-1);
+        assert_eq!(
+            source_offset,
+            last + 1,
+            "partition {partition} in order, no gap"
+        );
+    }
+    assert_eq!(keys.len(), total, "every source record copied");
+    let (status, said) = broker.terminate();
+    assert!(status.success(), "{said:?}");
+}
+
+/// Records in `topic` now (sum of high watermarks).
+fn consume_count(bootstrap: &str, topic: &str, partitions: i32) -> i64 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = client(bootstrap).create().expect("consumer");
+    (0..partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(5))
+                .map(|(_, high)| high)
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// `topic_counter` publishes per-topic counts as records of `topic-stats`:
+/// after 1000 records of 100 bytes to `ca` and 500 to `cb`, a plain client
+/// reading `topic-stats` sees `ca` at 1000 records and `cb` at 500, with
+/// byte counts covering the values (and not more than twice them).
+#[test]
+fn topic_counter_serves_counts_as_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker =
+        EmbeddedBroker::start_example("topic_counter", dir.path(), &["--interval-ms", "300"]);
+    create_topic(&broker.address, "ca", 2);
+    create_topic(&broker.address, "cb", 1);
+    let value = |_| "v".repeat(100);
+    produce(&broker.address, "ca", 2, 0..1000, value);
+    produce(&broker.address, "cb", 1, 0..500, value);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut latest: std::collections::HashMap<String, String> = Default::default();
+    loop {
+        for (_, key, value, _) in consume_all(&broker.address, "topic-stats", 1, 1) {
+            latest.insert(key, value);
+        }
+        let done = latest
+            .get("ca")
+            .is_some_and(|v| v.contains(r#""records":1000,"#))
+            && latest
+                .get("cb")
+                .is_some_and(|v| v.contains(r#""records":500,"#));
+        if done {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "counts never reached 1000/500: {latest:?}"
+        );
+    }
+    let bytes = |topic: &str| -> u64 {
+        let v = &latest[topic];
+        v.split(r#""bytes":"#)
+            .nth(1)
+            .unwrap()
+            .trim_end_matches('}')
+            .parse()
+            .unwrap()
+    };
+    assert!((100_000..200_000).contains(&bytes("ca")), "{latest:?}");
+    assert!((50_000..100_000).contains(&bytes("cb")), "{latest:?}");
+    assert_eq!(
+        latest.get("topic-stats"),
+        None,
+        "its own output is not counted"
+    );
+    let (status, said) = broker.terminate();
+    assert!(status.success(), "{said:?}");
 }
