@@ -20,11 +20,11 @@ use crate::cluster::{
 };
 use crate::config::{apply_topic_overrides, BrokerConfig};
 use crate::metadata::assignment::{assign_replicas, assign_replicas_random, AssignmentError};
-use crate::metadata::store::{CreateMode, MetadataError, MetadataStore};
+use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, StoreOp};
 use crate::metadata::znodes::{
     ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
     ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr,
-    TopicPartitionStateZNode, TopicZNode, TopicsZNode,
+    TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
 };
 use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
@@ -437,31 +437,32 @@ impl Shared {
                 log_config,
             });
         }
-        // Config first, then the topic: a watcher that sees the topic always
-        // finds its config (Kafka's order).
+        // One transaction: the config first, then the topic, then every
+        // partition's state, so a watcher that sees the topic finds its
+        // config (Kafka's order) and the store writes once per topic.
         let config_path = ConfigEntityZNode::path(ConfigType::Topic, &name);
-        self.store
-            .create_recursive(
-                &config_path,
-                ConfigEntityZNode::encode(&configs),
-                CreateMode::Persistent,
-            )
-            .await
-            .or_else(|e| match e {
-                MetadataError::NodeExists(_) => Ok(()),
-                other => Err(other),
-            })?;
-        self.store
-            .create(
-                &TopicZNode::path(&name),
-                TopicZNode::encode(&assignment),
-                CreateMode::Persistent,
-            )
-            .await
-            .map_err(|e| match e {
-                MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
-                other => TopicError::Store(other),
-            })?;
+        let config_data = ConfigEntityZNode::encode(&configs);
+        let mut ops = vec![match self.store.get(&config_path).await? {
+            Some(_) => StoreOp::Set {
+                path: config_path,
+                data: config_data,
+                expected_version: None,
+            },
+            None => StoreOp::create(config_path, config_data),
+        }];
+        ops.push(StoreOp::create(
+            TopicZNode::path(&name),
+            TopicZNode::encode(&assignment),
+        ));
+        ops.push(StoreOp::create(
+            TopicPartitionsZNode::path(&name),
+            Vec::new(),
+        ));
+        ops.extend(self.partition_state_ops(&name, &assignment));
+        self.store.multi(ops).await.map_err(|e| match e {
+            MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
+            other => TopicError::Store(other),
+        })?;
         let topic = self
             .become_leader(&name, &assignment, configs, log_config)
             .await?;
@@ -476,6 +477,38 @@ impl Shared {
             partitions: topic.partitions.len() as i32,
         });
         Ok(topic)
+    }
+
+    /// Create each new partition's znode and its first state: the live
+    /// replicas in assignment order as the ISR, the first of them leading,
+    /// leader epoch 0.
+    fn partition_state_ops(
+        &self,
+        name: &str,
+        assignment: &BTreeMap<i32, Vec<i32>>,
+    ) -> Vec<StoreOp> {
+        let live = self.live_brokers();
+        let mut ops = Vec::with_capacity(assignment.len() * 2);
+        for (&index, replicas) in assignment {
+            let tp = TopicPartition::new(name, index);
+            let isr: Vec<i32> = replicas
+                .iter()
+                .copied()
+                .filter(|r| live.contains(r))
+                .collect();
+            let state = LeaderAndIsr {
+                leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
+                leader_epoch: 0,
+                isr,
+                controller_epoch: self.controller_epoch,
+            };
+            ops.push(StoreOp::create(TopicPartitionZNode::path(&tp), Vec::new()));
+            ops.push(StoreOp::create(
+                TopicPartitionStateZNode::path(&tp),
+                TopicPartitionStateZNode::encode(&state),
+            ));
+        }
+        ops
     }
 
     async fn delete_topic(&self, name: String) -> Result<(), TopicError> {
@@ -595,13 +628,29 @@ impl Shared {
             .map(|(&p, m)| (p, m.replicas.clone()))
             .collect();
         assignment.extend(added);
-        self.store
-            .set(
-                &TopicZNode::path(&name),
-                TopicZNode::encode(&assignment),
-                None,
-            )
-            .await?;
+        let mut ops = vec![StoreOp::Set {
+            path: TopicZNode::path(&name),
+            data: TopicZNode::encode(&assignment),
+            expected_version: None,
+        }];
+        let added: BTreeMap<i32, Vec<i32>> = assignment
+            .iter()
+            .filter(|(p, _)| **p >= current)
+            .map(|(p, r)| (*p, r.clone()))
+            .collect();
+        if self
+            .store
+            .get(&TopicPartitionsZNode::path(&name))
+            .await?
+            .is_none()
+        {
+            ops.push(StoreOp::create(
+                TopicPartitionsZNode::path(&name),
+                Vec::new(),
+            ));
+        }
+        ops.extend(self.partition_state_ops(&name, &added));
+        self.store.multi(ops).await?;
         let updated = self
             .become_leader(
                 &name,

@@ -368,3 +368,114 @@ async fn usable_as_shared_trait_object() {
     task.await.expect("join").expect("create from a task");
     assert_eq!(store.children("/brokers/ids").await.expect("ids"), ["7"]);
 }
+
+/// `multi` is all or nothing: a transaction whose last op fails (a Check
+/// on the wrong version) leaves no trace, fires no watch and writes no
+/// file; one that succeeds applies every op, each seeing the earlier ones
+/// (a create under a parent created in the same transaction), fires the
+/// watches, and writes the file once, however many ops it holds. The
+/// result survives a reopen.
+#[tokio::test(flavor = "current_thread")]
+async fn multi_is_atomic_and_writes_the_file_once() {
+    use ferrolog::metadata::StoreOp;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("meta.json");
+    let store = EmbeddedStore::open(&file).expect("open");
+    store.create("/topics", vec![], P).await.expect("create");
+    let mut watch = store.watch("/topics").await.expect("watch");
+    let writes_before = store.file_writes();
+    let mut ops = vec![StoreOp::create("/topics/t", b"{}".to_vec())];
+    for p in 0..2000 {
+        ops.push(StoreOp::create(format!("/topics/t/{p}"), vec![]));
+        ops.push(StoreOp::create(
+            format!("/topics/t/{p}/state"),
+            b"s".to_vec(),
+        ));
+    }
+    let mut failing = ops.clone();
+    failing.push(StoreOp::Check {
+        path: "/topics".into(),
+        version: 7,
+    });
+    assert!(matches!(
+        store.multi(failing).await,
+        Err(MetadataError::BadVersion {
+            expected: 7,
+            actual: 0,
+            ..
+        })
+    ));
+    assert_eq!(store.get("/topics/t").await.expect("get"), None);
+    assert!(store
+        .children("/topics")
+        .await
+        .expect("children")
+        .is_empty());
+    assert_eq!(fired(&mut watch).await, None);
+    assert_eq!(store.file_writes(), writes_before);
+
+    ops.push(StoreOp::Check {
+        path: "/topics".into(),
+        version: 0,
+    });
+    ops.push(StoreOp::Set {
+        path: "/topics/t".into(),
+        data: b"{\"v\":2}".to_vec(),
+        expected_version: Some(0),
+    });
+    let stats = store.multi(ops).await.expect("multi");
+    assert_eq!(stats.len(), 4003);
+    assert_eq!(stats[4002].version, 1);
+    assert_eq!(store.file_writes(), writes_before + 1);
+    assert_eq!(
+        fired(&mut watch).await,
+        Some(WatchedEvent::NodeChildrenChanged("/topics".into()))
+    );
+    assert_eq!(
+        store.children("/topics/t").await.expect("children").len(),
+        2000
+    );
+    drop(store);
+    let reopened = EmbeddedStore::open(&file).expect("reopen");
+    let (data, stat) = reopened.get("/topics/t").await.expect("get").expect("kept");
+    assert_eq!((data.as_slice(), stat.version), (&b"{\"v\":2}"[..], 1));
+    assert!(reopened
+        .get("/topics/t/1999/state")
+        .await
+        .expect("get")
+        .is_some());
+}
+
+/// Every change to a file-backed store runs off the calling thread (on the
+/// blocking pool), so an actor thread never waits on an fsync: on a
+/// one-thread runtime, another task keeps running while 20 writes happen
+/// (inline writes would return ready futures and starve it).
+#[tokio::test(flavor = "current_thread")]
+async fn file_writes_run_off_the_calling_thread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = EmbeddedStore::open(&dir.path().join("meta.json")).expect("open");
+    // A current-thread runtime: if the write ran inline, this task would
+    // be the only thing running; a concurrent ticker proves the thread
+    // stayed free while the write (an fsync) was in flight.
+    let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let ticker = {
+        let ticks = ticks.clone();
+        tokio::spawn(async move {
+            loop {
+                ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    for i in 0..20 {
+        store
+            .create(&format!("/n{i}"), vec![0; 1000], P)
+            .await
+            .expect("create");
+    }
+    ticker.abort();
+    assert!(
+        ticks.load(std::sync::atomic::Ordering::SeqCst) >= 20,
+        "the runtime thread was blocked during the writes"
+    );
+}

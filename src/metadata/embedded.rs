@@ -8,11 +8,16 @@
 //! belong to this process's "session" and are never written, so they vanish
 //! on restart exactly as they would when a ZooKeeper session ends.
 //!
-//! Calls do their work, file write included, when the method is called and
-//! return an already completed future: metadata changes are rare (topic
-//! creation, leader changes) and writing under the lock keeps the file in
-//! the same order as the acknowledgements without a second queue. So a
-//! dropped future does not undo or skip the operation.
+//! Reads (`get`, `children`, `watch`) are answered from memory at once.
+//! Changes that must reach the file run on tokio's blocking pool, so no
+//! actor thread ever waits on an fsync; the file is written under the tree
+//! lock, which keeps it in the same order as the acknowledgements. `multi`
+//! applies a batch of changes atomically with one file write: the
+//! controller writes a whole topic (config, assignment, every partition
+//! state) that way, so creating a P-partition topic costs one write, not
+//! 3P. The file is a full snapshot, so a write costs the size of the tree;
+//! a metadata log with snapshots (KRaft's shape) would make it
+//! proportional to the change, and is the way to go past ~100k znodes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -26,7 +31,7 @@ use tokio::sync::oneshot;
 
 use super::store::{
     node_name, parent_path, validate_path, CreateMode, MetadataError, MetadataStore, Stat,
-    StoreFuture, WatchedEvent, MAX_DATA_BYTES,
+    StoreFuture, StoreOp, WatchedEvent, MAX_DATA_BYTES,
 };
 
 /// The file name the broker uses for the embedded store inside its first
@@ -46,6 +51,10 @@ const FILE_FORMAT_VERSION: u32 = 1;
 
 /// The znode tree in memory, optionally backed by a file.
 pub struct EmbeddedStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     /// `None` for [`EmbeddedStore::in_memory`].
     file: Option<PathBuf>,
     state: Mutex<Tree>,
@@ -55,6 +64,7 @@ pub struct EmbeddedStore {
 struct Tree {
     nodes: BTreeMap<String, Node>,
     watches: HashMap<String, Vec<oneshot::Sender<WatchedEvent>>>,
+    file_writes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -123,36 +133,46 @@ impl EmbeddedStore {
             }
         };
         write_atomically(file, &snapshot(&nodes)?)?;
-        Ok(Arc::new(EmbeddedStore {
-            file: Some(file.to_owned()),
-            state: Mutex::new(Tree {
-                nodes,
-                watches: HashMap::new(),
-            }),
-        }))
+        Ok(Self::with(Some(file.to_owned()), nodes))
     }
 
     /// A store that keeps nothing on disk, for tests and tools.
     pub fn in_memory() -> Arc<EmbeddedStore> {
+        Self::with(None, empty_tree())
+    }
+
+    fn with(file: Option<PathBuf>, nodes: BTreeMap<String, Node>) -> Arc<EmbeddedStore> {
         Arc::new(EmbeddedStore {
-            file: None,
-            state: Mutex::new(Tree {
-                nodes: empty_tree(),
-                watches: HashMap::new(),
+            inner: Arc::new(Inner {
+                file,
+                state: Mutex::new(Tree {
+                    nodes,
+                    ..Tree::default()
+                }),
             }),
         })
     }
 
     /// The backing file, if any.
     pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
+        self.inner.file.as_deref()
+    }
+
+    /// How many times the file has been written since open (one per
+    /// successful change that touched a persistent znode, `multi` included).
+    pub fn file_writes(&self) -> u64 {
+        self.inner
+            .state
+            .lock()
+            .map(|tree| tree.file_writes)
+            .unwrap_or(0)
     }
 
     /// Ends this process's session as ZooKeeper would on expiry: every
     /// ephemeral znode is deleted and its watchers (and its parent's) fire.
     /// Lets tests play a broker dying without restarting the process.
     pub fn expire_session(&self) -> Result<(), MetadataError> {
-        let mut tree = self.lock()?;
+        let mut tree = self.inner.lock()?;
         let ephemerals: Vec<String> = tree
             .nodes
             .iter()
@@ -166,55 +186,27 @@ impl EmbeddedStore {
         Ok(())
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Tree>, MetadataError> {
-        // A panic while the lock was held may have left the tree half
-        // changed; refuse to serve it rather than guess.
-        self.state.lock().map_err(|_| MetadataError::Corrupt {
-            what: "embedded metadata store".to_owned(),
-            reason: "an earlier operation panicked while changing the tree".to_owned(),
+    /// Run `ops` as one transaction. When the file must be written, the
+    /// work runs on tokio's blocking pool so no actor thread waits on an
+    /// fsync; `single` ops on the in-memory store run inline.
+    fn transact(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>> {
+        let inner = self.inner.clone();
+        if inner.file.is_none() || ops.iter().all(|op| matches!(op, StoreOp::Check { .. })) {
+            return Box::pin(std::future::ready(inner.apply(ops)));
+        }
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || inner.apply(ops))
+                .await
+                .map_err(|e| MetadataError::Corrupt {
+                    what: "embedded metadata store".to_owned(),
+                    reason: format!("a metadata write did not finish: {e}"),
+                })?
         })
-    }
-
-    /// Writes the persistent part of `tree` to the file, if there is one.
-    fn persist(&self, tree: &Tree) -> Result<(), MetadataError> {
-        match &self.file {
-            Some(file) => write_atomically(file, &snapshot(&tree.nodes)?),
-            None => Ok(()),
-        }
-    }
-
-    fn create_now(&self, path: &str, data: Vec<u8>, mode: CreateMode) -> Result<(), MetadataError> {
-        validate_path(path)?;
-        check_size(path, &data)?;
-        let mut tree = self.lock()?;
-        if tree.nodes.contains_key(path) {
-            return Err(MetadataError::NodeExists(path.to_owned()));
-        }
-        // Only the root has no parent, and the root always exists.
-        let parent = parent_path(path).ok_or_else(|| MetadataError::NodeExists(path.to_owned()))?;
-        match tree.nodes.get(parent) {
-            None => return Err(MetadataError::NoNode(parent.to_owned())),
-            Some(p) if p.ephemeral => {
-                return Err(MetadataError::NoChildrenForEphemerals(parent.to_owned()))
-            }
-            Some(_) => {}
-        }
-        let ephemeral = mode == CreateMode::Ephemeral;
-        tree.insert(path, Node::new(data, ephemeral));
-        if !ephemeral {
-            if let Err(e) = self.persist(&tree) {
-                tree.remove(path);
-                return Err(e);
-            }
-        }
-        tree.fire(path, WatchedEvent::NodeCreated(path.to_owned()));
-        tree.fire(parent, WatchedEvent::NodeChildrenChanged(parent.to_owned()));
-        Ok(())
     }
 
     fn get_now(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>, MetadataError> {
         validate_path(path)?;
-        let tree = self.lock()?;
+        let tree = self.inner.lock()?;
         Ok(tree.nodes.get(path).map(|node| {
             (
                 node.data.clone(),
@@ -225,71 +217,9 @@ impl EmbeddedStore {
         }))
     }
 
-    fn set_now(
-        &self,
-        path: &str,
-        data: Vec<u8>,
-        expected_version: Option<i32>,
-    ) -> Result<Stat, MetadataError> {
-        validate_path(path)?;
-        check_size(path, &data)?;
-        let mut tree = self.lock()?;
-        let node = tree
-            .nodes
-            .get_mut(path)
-            .ok_or_else(|| MetadataError::NoNode(path.to_owned()))?;
-        check_version(path, node.version, expected_version)?;
-        // ZooKeeper's dataVersion is a wrapping 32-bit counter.
-        let old_version = node.version;
-        let new_version = old_version.wrapping_add(1);
-        let old_data = std::mem::replace(&mut node.data, data);
-        node.version = new_version;
-        if !node.ephemeral {
-            if let Err(e) = self.persist(&tree) {
-                if let Some(node) = tree.nodes.get_mut(path) {
-                    node.data = old_data;
-                    node.version = old_version;
-                }
-                return Err(e);
-            }
-        }
-        tree.fire(path, WatchedEvent::NodeDataChanged(path.to_owned()));
-        Ok(Stat {
-            version: new_version,
-        })
-    }
-
-    fn delete_now(&self, path: &str, expected_version: Option<i32>) -> Result<(), MetadataError> {
-        validate_path(path)?;
-        if path == "/" {
-            return Err(MetadataError::InvalidPath(path.to_owned()));
-        }
-        let mut tree = self.lock()?;
-        let node = tree
-            .nodes
-            .get(path)
-            .ok_or_else(|| MetadataError::NoNode(path.to_owned()))?;
-        check_version(path, node.version, expected_version)?;
-        if !node.children.is_empty() {
-            return Err(MetadataError::NotEmpty(path.to_owned()));
-        }
-        let ephemeral = node.ephemeral;
-        let removed = tree.remove(path);
-        if !ephemeral {
-            if let Err(e) = self.persist(&tree) {
-                if let Some(node) = removed {
-                    tree.insert(path, node);
-                }
-                return Err(e);
-            }
-        }
-        tree.fire_delete(path);
-        Ok(())
-    }
-
     fn children_now(&self, path: &str) -> Result<Vec<String>, MetadataError> {
         validate_path(path)?;
-        let tree = self.lock()?;
+        let tree = self.inner.lock()?;
         let node = tree
             .nodes
             .get(path)
@@ -299,7 +229,7 @@ impl EmbeddedStore {
 
     fn watch_now(&self, path: &str) -> Result<oneshot::Receiver<WatchedEvent>, MetadataError> {
         validate_path(path)?;
-        let mut tree = self.lock()?;
+        let mut tree = self.inner.lock()?;
         let (tx, rx) = oneshot::channel();
         if !tree.watches.contains_key(path) && tree.watches.len() >= MAX_WATCHED_PATHS {
             // Abandoned receivers leave dead senders behind; sweep them
@@ -330,7 +260,196 @@ impl EmbeddedStore {
     }
 }
 
+/// How to undo one applied op when a later one (or the file write) fails.
+enum Undo {
+    Created(String),
+    Set {
+        path: String,
+        data: Vec<u8>,
+        version: i32,
+    },
+    Deleted(String, Node),
+}
+
+impl Inner {
+    fn lock(&self) -> Result<MutexGuard<'_, Tree>, MetadataError> {
+        // A panic while the lock was held may have left the tree half
+        // changed; refuse to serve it rather than guess.
+        self.state.lock().map_err(|_| MetadataError::Corrupt {
+            what: "embedded metadata store".to_owned(),
+            reason: "an earlier operation panicked while changing the tree".to_owned(),
+        })
+    }
+
+    /// Apply every op or none: each is checked against the tree as the
+    /// earlier ops left it; on the first failure, or if the file cannot be
+    /// written, everything is undone. The file is written once, and watches
+    /// fire only after it is.
+    fn apply(&self, ops: Vec<StoreOp>) -> Result<Vec<Stat>, MetadataError> {
+        for op in &ops {
+            validate_path(op.path())?;
+            match op {
+                StoreOp::Create { path, data, .. } | StoreOp::Set { path, data, .. } => {
+                    check_size(path, data)?
+                }
+                StoreOp::Delete { path, .. } if path == "/" => {
+                    return Err(MetadataError::InvalidPath(path.clone()))
+                }
+                _ => {}
+            }
+        }
+        let mut tree = self.lock()?;
+        let mut undo = Vec::with_capacity(ops.len());
+        let mut events = Vec::new();
+        let mut stats = Vec::with_capacity(ops.len());
+        let mut persistent = false;
+        for op in ops {
+            match tree.apply_one(op, &mut undo, &mut events) {
+                Ok((stat, touches_file)) => {
+                    stats.push(stat);
+                    persistent |= touches_file;
+                }
+                Err(e) => {
+                    tree.undo(undo);
+                    return Err(e);
+                }
+            }
+        }
+        if persistent {
+            if let Some(file) = &self.file {
+                if let Err(e) = snapshot(&tree.nodes).and_then(|b| write_atomically(file, &b)) {
+                    tree.undo(undo);
+                    return Err(e);
+                }
+                tree.file_writes += 1;
+            }
+        }
+        for event in events {
+            let path = event.path().to_owned();
+            tree.fire(&path, event);
+        }
+        Ok(stats)
+    }
+}
+
 impl Tree {
+    /// Apply one op to the tree (paths and sizes already checked); the
+    /// resulting stat and whether it changed a persistent znode. Records
+    /// how to undo it and which watches it fires.
+    fn apply_one(
+        &mut self,
+        op: StoreOp,
+        undo: &mut Vec<Undo>,
+        events: &mut Vec<WatchedEvent>,
+    ) -> Result<(Stat, bool), MetadataError> {
+        match op {
+            StoreOp::Create { path, data, mode } => {
+                if self.nodes.contains_key(&path) {
+                    return Err(MetadataError::NodeExists(path));
+                }
+                // Only the root has no parent, and the root always exists.
+                let parent = parent_path(&path)
+                    .ok_or_else(|| MetadataError::NodeExists(path.clone()))?
+                    .to_owned();
+                match self.nodes.get(&parent) {
+                    None => return Err(MetadataError::NoNode(parent)),
+                    Some(p) if p.ephemeral => {
+                        return Err(MetadataError::NoChildrenForEphemerals(parent))
+                    }
+                    Some(_) => {}
+                }
+                let ephemeral = mode == CreateMode::Ephemeral;
+                self.insert(&path, Node::new(data, ephemeral));
+                events.push(WatchedEvent::NodeCreated(path.clone()));
+                events.push(WatchedEvent::NodeChildrenChanged(parent));
+                undo.push(Undo::Created(path));
+                Ok((Stat { version: 0 }, !ephemeral))
+            }
+            StoreOp::Set {
+                path,
+                data,
+                expected_version,
+            } => {
+                let node = self
+                    .nodes
+                    .get_mut(&path)
+                    .ok_or_else(|| MetadataError::NoNode(path.clone()))?;
+                check_version(&path, node.version, expected_version)?;
+                // ZooKeeper's dataVersion is a wrapping 32-bit counter.
+                let old_version = node.version;
+                node.version = old_version.wrapping_add(1);
+                let old_data = std::mem::replace(&mut node.data, data);
+                let stat = Stat {
+                    version: node.version,
+                };
+                let persistent = !node.ephemeral;
+                events.push(WatchedEvent::NodeDataChanged(path.clone()));
+                undo.push(Undo::Set {
+                    path,
+                    data: old_data,
+                    version: old_version,
+                });
+                Ok((stat, persistent))
+            }
+            StoreOp::Delete {
+                path,
+                expected_version,
+            } => {
+                let node = self
+                    .nodes
+                    .get(&path)
+                    .ok_or_else(|| MetadataError::NoNode(path.clone()))?;
+                check_version(&path, node.version, expected_version)?;
+                if !node.children.is_empty() {
+                    return Err(MetadataError::NotEmpty(path));
+                }
+                let stat = Stat {
+                    version: node.version,
+                };
+                let Some(removed) = self.remove(&path) else {
+                    return Err(MetadataError::NoNode(path));
+                };
+                let persistent = !removed.ephemeral;
+                events.push(WatchedEvent::NodeDeleted(path.clone()));
+                if let Some(parent) = parent_path(&path) {
+                    events.push(WatchedEvent::NodeChildrenChanged(parent.to_owned()));
+                }
+                undo.push(Undo::Deleted(path, removed));
+                Ok((stat, persistent))
+            }
+            StoreOp::Check { path, version } => {
+                let node = self
+                    .nodes
+                    .get(&path)
+                    .ok_or_else(|| MetadataError::NoNode(path.clone()))?;
+                check_version(&path, node.version, Some(version))?;
+                Ok((Stat { version }, false))
+            }
+        }
+    }
+
+    /// Undo applied ops, latest first.
+    fn undo(&mut self, undo: Vec<Undo>) {
+        for step in undo.into_iter().rev() {
+            match step {
+                Undo::Created(path) => {
+                    self.remove(&path);
+                }
+                Undo::Set {
+                    path,
+                    data,
+                    version,
+                } => {
+                    if let Some(node) = self.nodes.get_mut(&path) {
+                        node.data = data;
+                        node.version = version;
+                    }
+                }
+                Undo::Deleted(path, node) => self.insert(&path, node),
+            }
+        }
+    }
+
     /// Inserts a node whose parent exists and links it into the parent.
     fn insert(&mut self, path: &str, node: Node) {
         if let Some(parent) = parent_path(path).and_then(|p| self.nodes.get_mut(p)) {
@@ -368,8 +487,8 @@ impl Tree {
 impl fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("EmbeddedStore");
-        d.field("file", &self.file);
-        if let Ok(tree) = self.state.try_lock() {
+        d.field("file", &self.inner.file);
+        if let Ok(tree) = self.inner.state.try_lock() {
             d.field("znodes", &tree.nodes.len())
                 .field("watched_paths", &tree.watches.len());
         }
@@ -377,9 +496,20 @@ impl fmt::Debug for EmbeddedStore {
     }
 }
 
+/// The one stat of a single-op transaction.
+fn single(stats: Vec<Stat>) -> Stat {
+    stats.into_iter().next().unwrap_or(Stat { version: 0 })
+}
+
 impl MetadataStore for EmbeddedStore {
     fn create(&self, path: &str, data: Vec<u8>, mode: CreateMode) -> StoreFuture<'_, ()> {
-        Box::pin(std::future::ready(self.create_now(path, data, mode)))
+        let op = StoreOp::Create {
+            path: path.to_owned(),
+            data,
+            mode,
+        };
+        let done = self.transact(vec![op]);
+        Box::pin(async move { done.await.map(|_| ()) })
     }
 
     fn get(&self, path: &str) -> StoreFuture<'_, Option<(Vec<u8>, Stat)>> {
@@ -392,15 +522,22 @@ impl MetadataStore for EmbeddedStore {
         data: Vec<u8>,
         expected_version: Option<i32>,
     ) -> StoreFuture<'_, Stat> {
-        Box::pin(std::future::ready(self.set_now(
-            path,
+        let op = StoreOp::Set {
+            path: path.to_owned(),
             data,
             expected_version,
-        )))
+        };
+        let done = self.transact(vec![op]);
+        Box::pin(async move { done.await.map(single) })
     }
 
     fn delete(&self, path: &str, expected_version: Option<i32>) -> StoreFuture<'_, ()> {
-        Box::pin(std::future::ready(self.delete_now(path, expected_version)))
+        let op = StoreOp::Delete {
+            path: path.to_owned(),
+            expected_version,
+        };
+        let done = self.transact(vec![op]);
+        Box::pin(async move { done.await.map(|_| ()) })
     }
 
     fn children(&self, path: &str) -> StoreFuture<'_, Vec<String>> {
@@ -409,6 +546,10 @@ impl MetadataStore for EmbeddedStore {
 
     fn watch(&self, path: &str) -> StoreFuture<'_, oneshot::Receiver<WatchedEvent>> {
         Box::pin(std::future::ready(self.watch_now(path)))
+    }
+
+    fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>> {
+        self.transact(ops)
     }
 }
 

@@ -20,6 +20,7 @@ pub mod znodes;
 pub use assignment::{assign_replicas, assign_replicas_random, AssignmentError};
 pub use embedded::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
 pub use store::{
-    validate_path, CreateMode, MetadataError, MetadataStore, Stat, StoreFuture, WatchedEvent,
+    validate_path, CreateMode, MetadataError, MetadataStore, Stat, StoreFuture, StoreOp,
+    WatchedEvent,
 };
 pub use znodes::{ensure_paths, persistent_paths, BrokerInfo, ConfigType, LeaderAndIsr};

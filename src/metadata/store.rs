@@ -63,6 +63,48 @@ impl WatchedEvent {
     }
 }
 
+/// One operation of a `multi` transaction, as ZooKeeper's `Op`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOp {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+    },
+    Set {
+        path: String,
+        data: Vec<u8>,
+        expected_version: Option<i32>,
+    },
+    Delete {
+        path: String,
+        expected_version: Option<i32>,
+    },
+    /// Fails the transaction unless `path` is at `version` (Kafka's
+    /// controller-epoch guard).
+    Check { path: String, version: i32 },
+}
+
+impl StoreOp {
+    pub fn path(&self) -> &str {
+        match self {
+            StoreOp::Create { path, .. }
+            | StoreOp::Set { path, .. }
+            | StoreOp::Delete { path, .. }
+            | StoreOp::Check { path, .. } => path,
+        }
+    }
+
+    /// A persistent create.
+    pub fn create(path: impl Into<String>, data: Vec<u8>) -> StoreOp {
+        StoreOp::Create {
+            path: path.into(),
+            data,
+            mode: CreateMode::Persistent,
+        }
+    }
+}
+
 /// Every way a metadata operation fails. The first group mirrors ZooKeeper's
 /// `KeeperException` codes so callers handle both backends alike.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +193,12 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug + 'static {
     /// (watch, then get/children) so no change between the two is missed.
     /// The sender is dropped, without an event, if the store goes away.
     fn watch(&self, path: &str) -> StoreFuture<'_, oneshot::Receiver<WatchedEvent>>;
+
+    /// Applies `ops` atomically, in order, each seeing the earlier ones'
+    /// effects (ZooKeeper's `multi`): all succeed, or none is applied and
+    /// the first failure is returned. One stat per op (Create: version 0;
+    /// Set: the new version; Delete and Check: the version checked).
+    fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>>;
 
     /// Creates `path`, first creating any missing ancestors as persistent
     /// znodes with empty data (Kafka's `createRecursive`). An ancestor
