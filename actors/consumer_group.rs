@@ -41,34 +41,70 @@ const TICK: Duration = Duration::from_millis(100);
 /// Kafka's `offset.metadata.max.bytes` default.
 const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
-/// Everything a group can be asked.
-#[derive(Debug)]
-pub enum GroupCommand {
-    Join(JoinRequest),
-    Sync(SyncRequest),
-    Heartbeat {
-        member_id: String,
-        group_instance_id: Option<String>,
-        generation_id: i32,
-    },
-    Leave {
-        members: Vec<(String, Option<String>)>,
-    },
-    CommitOffsets {
-        member_id: String,
-        group_instance_id: Option<String>,
-        generation_id: i32,
-        offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
-    },
-    /// None: every committed offset.
-    FetchOffsets {
-        partitions: Option<Vec<TopicPartition>>,
-    },
-    Describe,
-    Delete,
-    DeleteOffsets {
-        partitions: Vec<TopicPartition>,
-    },
+// One message per request, each with its typed answer. `Err` is a
+// group-level error (the group is unavailable past its restart budget);
+// per-partition or per-member outcomes are Kafka codes inside `Ok`, as the
+// responses carry them.
+
+/// JoinGroup: answered when the rebalance completes.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<JoinResult, ResponseError>")]
+pub struct JoinGroup(pub JoinRequest);
+
+/// SyncGroup: answered when the leader's assignment is in.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<SyncResult, ResponseError>")]
+pub struct SyncGroup(pub SyncRequest);
+
+/// Heartbeat: `Ok(code)`, the heartbeat's error code (0: none).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<i16, ResponseError>")]
+pub struct Heartbeat {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub generation_id: i32,
+}
+
+/// LeaveGroup: one code per member, in request order.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<i16>, ResponseError>")]
+pub struct LeaveGroup {
+    pub members: Vec<(String, Option<String>)>,
+}
+
+/// OffsetCommit: one code per partition.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<(TopicPartition, i16)>, ResponseError>")]
+pub struct CommitOffsets {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub generation_id: i32,
+    pub offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+}
+
+/// OffsetFetch: the committed offset of each asked partition (`None`:
+/// every partition with one).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, ResponseError>")]
+pub struct FetchOffsets {
+    pub partitions: Option<Vec<TopicPartition>>,
+}
+
+/// DescribeGroups, ListGroups.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<GroupDescription, ResponseError>")]
+pub struct DescribeGroup;
+
+/// DeleteGroups: `Ok(code)` (NON_EMPTY_GROUP when it has members).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<i16, ResponseError>")]
+pub struct DeleteGroup;
+
+/// OffsetDelete: one code per partition.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<(TopicPartition, i16)>, ResponseError>")]
+pub struct DeleteOffsets {
+    pub partitions: Vec<TopicPartition>,
 }
 
 /// A group as DescribeGroups/ListGroups show it.
@@ -78,26 +114,6 @@ pub struct GroupDescription {
     pub protocol_type: String,
     pub protocol_name: String,
     pub members: Vec<MemberSnapshot>,
-}
-
-#[derive(Debug)]
-pub enum GroupReply {
-    Join(JoinResult),
-    Sync(SyncResult),
-    Code(i16),
-    Codes(Vec<i16>),
-    Offsets(Vec<(TopicPartition, Option<OffsetAndMetadata>, i16)>),
-    Described(GroupDescription),
-}
-
-impl Message for GroupCommand {
-    type Result = GroupReply;
-}
-
-/// Restores a group at load time.
-pub struct LoadedGroup {
-    pub snapshot: Option<GroupSnapshot>,
-    pub offsets: HashMap<TopicPartition, OffsetAndMetadata>,
 }
 
 pub struct ConsumerGroup {
@@ -314,14 +330,14 @@ fn with_error(effect: Effect, code: i16) -> Effect {
 /// this reads everything the partition ever held.
 pub async fn read_groups(
     handle: &PartitionHandle,
-) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), String> {
+) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), GroupLoadError> {
     let mut scanned = Scanned::default();
     let mut groups: BTreeMap<String, LoadedGroupState> = BTreeMap::new();
     let state = handle
         .addr
         .send(GetState)
         .await
-        .map_err(|_| "partition actor stopped".to_string())?;
+        .map_err(|_| GroupLoadError::PartitionStopped)?;
     let mut offset = state.log_start_offset;
     // Bounded: every round advances past at least one whole batch.
     while offset < state.high_watermark {
@@ -332,13 +348,15 @@ pub async fn read_groups(
                 max_bytes: 1 << 20,
             })
             .await
-            .map_err(|_| "partition actor stopped".to_string())?
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| GroupLoadError::PartitionStopped)??;
         let Some(region) = read.read.region else {
             break;
         };
-        let bytes = region.read_to_vec().map_err(|e| e.to_string())?;
-        let (records, last) = decode_records(&bytes).map_err(|e| e.to_string())?;
+        // A file read: off the actor threads.
+        let bytes = tokio::task::spawn_blocking(move || region.read_to_vec())
+            .await
+            .map_err(|_| GroupLoadError::PartitionStopped)??;
+        let (records, last) = decode_records(&bytes)?;
         scanned.bytes += bytes.len() as u64;
         scanned.records += records.len() as u64;
         for record in records {
@@ -371,6 +389,21 @@ pub async fn read_groups(
     Ok((groups, scanned))
 }
 
+/// Why a group partition could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupLoadError {
+    #[error("the partition actor stopped")]
+    PartitionStopped,
+    #[error("{0} is not led here")]
+    NotLeader(TopicPartition),
+    #[error(transparent)]
+    Read(#[from] super::log::LogActorError),
+    #[error("reading the log: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Records(#[from] crate::group::records::RecordError),
+}
+
 /// What loading a partition read (the cost of loading without compaction).
 #[derive(Debug, Default)]
 pub struct Scanned {
@@ -382,34 +415,6 @@ pub struct Scanned {
 pub struct LoadedGroupState {
     pub snapshot: Option<GroupSnapshot>,
     pub offsets: HashMap<TopicPartition, OffsetAndMetadata>,
-}
-
-/// What a group past its restart budget answers.
-fn unavailable_reply(command: &GroupCommand) -> GroupReply {
-    let code = ResponseError::CoordinatorNotAvailable.code();
-    match command {
-        GroupCommand::Join(request) => {
-            GroupReply::Join(JoinResult::error(&request.member_id, code))
-        }
-        GroupCommand::Sync(_) => GroupReply::Sync(SyncResult::error(code)),
-        GroupCommand::Leave { members } => GroupReply::Codes(vec![code; members.len().max(1)]),
-        GroupCommand::CommitOffsets { offsets, .. } => GroupReply::Offsets(
-            offsets
-                .iter()
-                .map(|(tp, _)| (tp.clone(), None, code))
-                .collect(),
-        ),
-        GroupCommand::DeleteOffsets { partitions } => GroupReply::Offsets(
-            partitions
-                .iter()
-                .map(|tp| (tp.clone(), None, code))
-                .collect(),
-        ),
-        GroupCommand::FetchOffsets { .. }
-        | GroupCommand::Heartbeat { .. }
-        | GroupCommand::Describe
-        | GroupCommand::Delete => GroupReply::Code(code),
-    }
 }
 
 impl actix::Supervised for ConsumerGroup {
@@ -466,238 +471,288 @@ impl Actor for ConsumerGroup {
     }
 }
 
-impl Handler<GroupCommand> for ConsumerGroup {
-    type Result = ResponseActFuture<Self, GroupReply>;
-
-    fn handle(&mut self, command: GroupCommand, ctx: &mut Context<Self>) -> Self::Result {
+impl ConsumerGroup {
+    /// The group-level error every request gets past the restart budget.
+    fn available(&self) -> Result<(), ResponseError> {
         if self.unavailable {
-            return Box::pin(fut::ready(unavailable_reply(&command)));
+            Err(ResponseError::CoordinatorNotAvailable)
+        } else {
+            Ok(())
         }
-        let before = (self.group.state(), self.group.generation_id());
-        let reply = self.handle_command(command, ctx);
+    }
+
+    fn mark(&self) -> (GroupState, i32) {
+        (self.group.state(), self.group.generation_id())
+    }
+}
+
+type Answer<T> = ResponseActFuture<ConsumerGroup, Result<T, ResponseError>>;
+
+fn answer<T: 'static>(result: Result<T, ResponseError>) -> Answer<T> {
+    Box::pin(fut::ready(result))
+}
+
+impl Handler<JoinGroup> for ConsumerGroup {
+    type Result = Answer<JoinResult>;
+
+    fn handle(&mut self, msg: JoinGroup, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.available() {
+            return answer(Err(e));
+        }
+        let before = self.mark();
+        let (outcome, effects) = self.group.join(msg.0, self.now());
+        let reply = match outcome {
+            JoinOutcome::Respond(result) => answer(Ok(result)),
+            JoinOutcome::Wait { member_id } => {
+                let (tx, rx) = oneshot::channel();
+                self.pending_joins.insert(member_id.clone(), tx);
+                Box::pin(
+                    async move {
+                        // Dropped: the actor restarted under this caller.
+                        Ok(rx.await.unwrap_or_else(|_| {
+                            JoinResult::error(
+                                &member_id,
+                                ResponseError::CoordinatorNotAvailable.code(),
+                            )
+                        }))
+                    }
+                    .into_actor(self),
+                )
+            }
+        };
+        self.apply(effects, ctx);
         self.publish_transition(before);
         reply
     }
 }
 
-impl ConsumerGroup {
-    fn handle_command(
-        &mut self,
-        command: GroupCommand,
-        ctx: &mut Context<Self>,
-    ) -> ResponseActFuture<Self, GroupReply> {
-        type Reply = ResponseActFuture<ConsumerGroup, GroupReply>;
-        let now = self.now();
-        let ready = |reply: GroupReply| -> Reply { Box::pin(fut::ready(reply)) };
-        match command {
-            GroupCommand::Join(request) => {
-                let (outcome, effects) = self.group.join(request, now);
-                let reply: Reply = match outcome {
-                    JoinOutcome::Respond(result) => ready(GroupReply::Join(result)),
-                    JoinOutcome::Wait { member_id } => {
-                        let (tx, rx) = oneshot::channel();
-                        self.pending_joins.insert(member_id.clone(), tx);
-                        Box::pin(
-                            async move {
-                                rx.await.unwrap_or_else(|_| JoinResult {
-                                    // The actor restarted under this caller.
-                                    error_code: ResponseError::CoordinatorNotAvailable.code(),
-                                    generation_id: -1,
-                                    protocol_type: None,
-                                    protocol_name: None,
-                                    leader: String::new(),
-                                    skip_assignment: false,
-                                    member_id,
-                                    members: Vec::new(),
-                                })
-                            }
-                            .into_actor(self)
-                            .map(|result, _, _| GroupReply::Join(result)),
-                        )
-                    }
-                };
-                self.apply(effects, ctx);
-                reply
-            }
-            GroupCommand::Sync(request) => {
-                let (outcome, effects) = self.group.sync(request, now);
-                let reply: Reply = match outcome {
-                    SyncOutcome::Respond(result) => ready(GroupReply::Sync(result)),
-                    SyncOutcome::Wait { member_id } => {
-                        let (tx, rx) = oneshot::channel();
-                        self.pending_syncs.insert(member_id, tx);
-                        Box::pin(
-                            async move {
-                                rx.await.unwrap_or_else(|_| SyncResult {
-                                    error_code: ResponseError::CoordinatorNotAvailable.code(),
-                                    protocol_type: None,
-                                    protocol_name: None,
-                                    assignment: Bytes::new(),
-                                })
-                            }
-                            .into_actor(self)
-                            .map(|result, _, _| GroupReply::Sync(result)),
-                        )
-                    }
-                };
-                self.apply(effects, ctx);
-                reply
-            }
-            GroupCommand::Heartbeat {
-                member_id,
-                group_instance_id,
-                generation_id,
-            } => {
-                fail::fail_point!(&format!("group.heartbeat.{}", self.group.group_id()));
-                let (code, effects) = self.group.heartbeat(
-                    &member_id,
-                    group_instance_id.as_deref(),
-                    generation_id,
-                    now,
-                );
-                self.apply(effects, ctx);
-                ready(GroupReply::Code(code))
-            }
-            GroupCommand::Leave { members } => {
-                let (codes, effects) = self.group.leave(members, now);
-                self.apply(effects, ctx);
-                ready(GroupReply::Codes(codes))
-            }
-            GroupCommand::CommitOffsets {
-                member_id,
-                group_instance_id,
-                generation_id,
-                offsets,
-            } => {
-                if let Err(code) = self.group.validate_offset_commit(
-                    &member_id,
-                    group_instance_id.as_deref(),
-                    generation_id,
-                    now,
-                ) {
-                    let codes = offsets
-                        .into_iter()
-                        .map(|(tp, _)| (tp, None, code))
-                        .collect();
-                    return ready(GroupReply::Offsets(codes));
-                }
-                let (accepted, refused): (Vec<_>, Vec<_>) = offsets
-                    .into_iter()
-                    .partition(|(_, o)| o.metadata.len() <= OFFSET_METADATA_MAX_BYTES);
-                let group_id = self.group.group_id().to_string();
-                let records = accepted
-                    .iter()
-                    .map(|(tp, o)| offset_record(&group_id, tp, Some(o)))
-                    .collect::<Vec<_>>();
-                let append = self.append(records, now);
-                Box::pin(append.into_actor(self).map(move |result, actor, _| {
-                    let mut codes = Vec::new();
-                    for (tp, offset) in accepted {
-                        match result {
-                            Ok(()) => {
-                                actor.offsets.insert(tp.clone(), offset);
-                                codes.push((tp, None, 0));
-                            }
-                            Err(code) => codes.push((tp, None, code)),
-                        }
-                    }
-                    for (tp, _) in refused {
-                        codes.push((tp, None, ResponseError::OffsetMetadataTooLarge.code()));
-                    }
-                    GroupReply::Offsets(codes)
-                }))
-            }
-            GroupCommand::FetchOffsets { partitions } => {
-                let offsets = match partitions {
-                    Some(tps) => tps
-                        .into_iter()
-                        .map(|tp| {
-                            let offset = self.offsets.get(&tp).cloned();
-                            (tp, offset, 0)
-                        })
-                        .collect(),
-                    None => {
-                        let sorted: BTreeMap<_, _> = self.offsets.iter().collect();
-                        sorted
-                            .into_iter()
-                            .map(|(tp, o)| (tp.clone(), Some(o.clone()), 0))
-                            .collect()
-                    }
-                };
-                ready(GroupReply::Offsets(offsets))
-            }
-            GroupCommand::Describe => ready(GroupReply::Described(GroupDescription {
-                state: self.group.state(),
-                protocol_type: self.group.protocol_type().unwrap_or("").to_string(),
-                protocol_name: self.group.protocol_name().unwrap_or("").to_string(),
-                members: self.group.members(),
-            })),
-            GroupCommand::Delete => {
-                if let Err(code) = self.group.delete() {
-                    return ready(GroupReply::Code(code));
-                }
-                let group_id = self.group.group_id().to_string();
-                let mut records: Vec<_> = self
-                    .offsets
-                    .keys()
-                    .map(|tp| offset_record(&group_id, tp, None))
-                    .collect();
-                records.push(group_record(&group_id, None));
-                let append = self.append(records, now);
+impl Handler<SyncGroup> for ConsumerGroup {
+    type Result = Answer<SyncResult>;
+
+    fn handle(&mut self, msg: SyncGroup, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.available() {
+            return answer(Err(e));
+        }
+        let before = self.mark();
+        let (outcome, effects) = self.group.sync(msg.0, self.now());
+        let reply = match outcome {
+            SyncOutcome::Respond(result) => answer(Ok(result)),
+            SyncOutcome::Wait { member_id } => {
+                let (tx, rx) = oneshot::channel();
+                self.pending_syncs.insert(member_id, tx);
                 Box::pin(
-                    append
-                        .into_actor(self)
-                        .map(|result, actor, ctx| match result {
-                            Ok(()) => {
-                                actor.offsets.clear();
-                                actor.link.stop();
-                                ctx.stop();
-                                GroupReply::Code(0)
-                            }
-                            Err(code) => GroupReply::Code(code),
-                        }),
+                    async move {
+                        Ok(rx.await.unwrap_or_else(|_| {
+                            SyncResult::error(ResponseError::CoordinatorNotAvailable.code())
+                        }))
+                    }
+                    .into_actor(self),
                 )
             }
-            GroupCommand::DeleteOffsets { partitions } => {
-                let subscribed = self.group.subscribed_topics();
-                let group_id = self.group.group_id().to_string();
-                let mut codes = Vec::new();
-                let mut deletable = Vec::new();
-                let active = self.group.state() != GroupState::Empty;
-                let consumer = self.group.protocol_type().is_none_or(|p| p == "consumer");
-                for tp in partitions {
-                    if active && !consumer {
-                        // Kafka can only tell what a "consumer" group reads.
-                        codes.push((tp, None, ResponseError::NonEmptyGroup.code()));
-                    } else if active && subscribed.contains(&tp.topic) {
-                        codes.push((tp, None, ResponseError::GroupSubscribedToTopic.code()));
-                    } else {
-                        deletable.push(tp);
+        };
+        self.apply(effects, ctx);
+        self.publish_transition(before);
+        reply
+    }
+}
+
+impl Handler<Heartbeat> for ConsumerGroup {
+    type Result = Result<i16, ResponseError>;
+
+    fn handle(&mut self, msg: Heartbeat, ctx: &mut Context<Self>) -> Self::Result {
+        self.available()?;
+        fail::fail_point!(&format!("group.heartbeat.{}", self.group.group_id()));
+        let before = self.mark();
+        let (code, effects) = self.group.heartbeat(
+            &msg.member_id,
+            msg.group_instance_id.as_deref(),
+            msg.generation_id,
+            self.now(),
+        );
+        self.apply(effects, ctx);
+        self.publish_transition(before);
+        Ok(code)
+    }
+}
+
+impl Handler<LeaveGroup> for ConsumerGroup {
+    type Result = Result<Vec<i16>, ResponseError>;
+
+    fn handle(&mut self, msg: LeaveGroup, ctx: &mut Context<Self>) -> Self::Result {
+        self.available()?;
+        let before = self.mark();
+        let (codes, effects) = self.group.leave(msg.members, self.now());
+        self.apply(effects, ctx);
+        self.publish_transition(before);
+        Ok(codes)
+    }
+}
+
+impl Handler<CommitOffsets> for ConsumerGroup {
+    type Result = Answer<Vec<(TopicPartition, i16)>>;
+
+    fn handle(&mut self, msg: CommitOffsets, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.available() {
+            return answer(Err(e));
+        }
+        let now = self.now();
+        if let Err(code) = self.group.validate_offset_commit(
+            &msg.member_id,
+            msg.group_instance_id.as_deref(),
+            msg.generation_id,
+            now,
+        ) {
+            return answer(Ok(msg
+                .offsets
+                .into_iter()
+                .map(|(tp, _)| (tp, code))
+                .collect()));
+        }
+        let (accepted, refused): (Vec<_>, Vec<_>) = msg
+            .offsets
+            .into_iter()
+            .partition(|(_, o)| o.metadata.len() <= OFFSET_METADATA_MAX_BYTES);
+        let group_id = self.group.group_id().to_string();
+        let records = accepted
+            .iter()
+            .map(|(tp, o)| offset_record(&group_id, tp, Some(o)))
+            .collect::<Vec<_>>();
+        let append = self.append(records, now);
+        Box::pin(append.into_actor(self).map(move |result, actor, _| {
+            let mut codes = Vec::new();
+            for (tp, offset) in accepted {
+                match result {
+                    Ok(()) => {
+                        actor.offsets.insert(tp.clone(), offset);
+                        codes.push((tp, 0));
                     }
+                    Err(code) => codes.push((tp, code)),
                 }
-                let records = deletable
-                    .iter()
-                    .filter(|tp| self.offsets.contains_key(*tp))
-                    .map(|tp| offset_record(&group_id, tp, None))
-                    .collect::<Vec<_>>();
-                if records.is_empty() {
-                    codes.extend(deletable.into_iter().map(|tp| (tp, None, 0)));
-                    return ready(GroupReply::Offsets(codes));
-                }
-                let append = self.append(records, now);
-                Box::pin(append.into_actor(self).map(move |result, actor, _| {
-                    for tp in deletable {
-                        match result {
-                            Ok(()) => {
-                                actor.offsets.remove(&tp);
-                                codes.push((tp, None, 0));
-                            }
-                            Err(code) => codes.push((tp, None, code)),
-                        }
+            }
+            for (tp, _) in refused {
+                codes.push((tp, ResponseError::OffsetMetadataTooLarge.code()));
+            }
+            Ok(codes)
+        }))
+    }
+}
+
+impl Handler<FetchOffsets> for ConsumerGroup {
+    type Result = Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, ResponseError>;
+
+    fn handle(&mut self, msg: FetchOffsets, _ctx: &mut Context<Self>) -> Self::Result {
+        self.available()?;
+        Ok(match msg.partitions {
+            Some(tps) => tps
+                .into_iter()
+                .map(|tp| {
+                    let offset = self.offsets.get(&tp).cloned();
+                    (tp, offset)
+                })
+                .collect(),
+            None => {
+                let sorted: BTreeMap<_, _> = self.offsets.iter().collect();
+                sorted
+                    .into_iter()
+                    .map(|(tp, o)| (tp.clone(), Some(o.clone())))
+                    .collect()
+            }
+        })
+    }
+}
+
+impl Handler<DescribeGroup> for ConsumerGroup {
+    type Result = Result<GroupDescription, ResponseError>;
+
+    fn handle(&mut self, _msg: DescribeGroup, _ctx: &mut Context<Self>) -> Self::Result {
+        self.available()?;
+        Ok(GroupDescription {
+            state: self.group.state(),
+            protocol_type: self.group.protocol_type().unwrap_or("").to_string(),
+            protocol_name: self.group.protocol_name().unwrap_or("").to_string(),
+            members: self.group.members(),
+        })
+    }
+}
+
+impl Handler<DeleteGroup> for ConsumerGroup {
+    type Result = Answer<i16>;
+
+    fn handle(&mut self, _msg: DeleteGroup, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.available() {
+            return answer(Err(e));
+        }
+        if let Err(code) = self.group.delete() {
+            return answer(Ok(code));
+        }
+        let group_id = self.group.group_id().to_string();
+        let mut records: Vec<_> = self
+            .offsets
+            .keys()
+            .map(|tp| offset_record(&group_id, tp, None))
+            .collect();
+        records.push(group_record(&group_id, None));
+        let append = self.append(records, self.now());
+        Box::pin(
+            append
+                .into_actor(self)
+                .map(|result, actor, ctx| match result {
+                    Ok(()) => {
+                        actor.offsets.clear();
+                        actor.link.stop();
+                        ctx.stop();
+                        Ok(0)
                     }
-                    GroupReply::Offsets(codes)
-                }))
+                    Err(code) => Ok(code),
+                }),
+        )
+    }
+}
+
+impl Handler<DeleteOffsets> for ConsumerGroup {
+    type Result = Answer<Vec<(TopicPartition, i16)>>;
+
+    fn handle(&mut self, msg: DeleteOffsets, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.available() {
+            return answer(Err(e));
+        }
+        let subscribed = self.group.subscribed_topics();
+        let group_id = self.group.group_id().to_string();
+        let mut codes = Vec::new();
+        let mut deletable = Vec::new();
+        let active = self.group.state() != GroupState::Empty;
+        let consumer = self.group.protocol_type().is_none_or(|p| p == "consumer");
+        for tp in msg.partitions {
+            if active && !consumer {
+                // Kafka can only tell what a "consumer" group reads.
+                codes.push((tp, ResponseError::NonEmptyGroup.code()));
+            } else if active && subscribed.contains(&tp.topic) {
+                codes.push((tp, ResponseError::GroupSubscribedToTopic.code()));
+            } else {
+                deletable.push(tp);
             }
         }
+        let records = deletable
+            .iter()
+            .filter(|tp| self.offsets.contains_key(*tp))
+            .map(|tp| offset_record(&group_id, tp, None))
+            .collect::<Vec<_>>();
+        if records.is_empty() {
+            codes.extend(deletable.into_iter().map(|tp| (tp, 0)));
+            return answer(Ok(codes));
+        }
+        let append = self.append(records, self.now());
+        Box::pin(append.into_actor(self).map(move |result, actor, _| {
+            for tp in deletable {
+                match result {
+                    Ok(()) => {
+                        actor.offsets.remove(&tp);
+                        codes.push((tp, 0));
+                    }
+                    Err(code) => codes.push((tp, code)),
+                }
+            }
+            Ok(codes)
+        }))
     }
 }

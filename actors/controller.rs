@@ -323,17 +323,7 @@ impl Shared {
             let state = match self.store.get(&state_path).await? {
                 Some((bytes, _)) => TopicPartitionStateZNode::decode(&tp, &bytes)?,
                 None => {
-                    let isr: Vec<i32> = replicas
-                        .iter()
-                        .copied()
-                        .filter(|r| live.contains(r))
-                        .collect();
-                    let state = LeaderAndIsr {
-                        leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
-                        leader_epoch: 0,
-                        isr,
-                        controller_epoch: self.controller_epoch,
-                    };
+                    let state = self.initial_state(replicas, &live);
                     self.store
                         .create_recursive(
                             &state_path,
@@ -479,9 +469,23 @@ impl Shared {
         Ok(topic)
     }
 
-    /// Create each new partition's znode and its first state: the live
-    /// replicas in assignment order as the ISR, the first of them leading,
-    /// leader epoch 0.
+    /// A new partition's first state: the live replicas in assignment order
+    /// as the ISR, the first of them leading, leader epoch 0.
+    fn initial_state(&self, replicas: &[i32], live: &[i32]) -> LeaderAndIsr {
+        let isr: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|r| live.contains(r))
+            .collect();
+        LeaderAndIsr {
+            leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
+            leader_epoch: 0,
+            isr,
+            controller_epoch: self.controller_epoch,
+        }
+    }
+
+    /// Create each new partition's znode and its first state.
     fn partition_state_ops(
         &self,
         name: &str,
@@ -491,17 +495,7 @@ impl Shared {
         let mut ops = Vec::with_capacity(assignment.len() * 2);
         for (&index, replicas) in assignment {
             let tp = TopicPartition::new(name, index);
-            let isr: Vec<i32> = replicas
-                .iter()
-                .copied()
-                .filter(|r| live.contains(r))
-                .collect();
-            let state = LeaderAndIsr {
-                leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
-                leader_epoch: 0,
-                isr,
-                controller_epoch: self.controller_epoch,
-            };
+            let state = self.initial_state(replicas, &live);
             ops.push(StoreOp::create(TopicPartitionZNode::path(&tp), Vec::new()));
             ops.push(StoreOp::create(
                 TopicPartitionStateZNode::path(&tp),

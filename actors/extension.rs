@@ -19,15 +19,10 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::{CommitOffsets, ConsumerGroup, FetchOffsets};
 use crate::actors::controller::{Controller, CreateTopic, TopicError};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
@@ -37,7 +32,7 @@ use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink
 use crate::clock::SharedClock;
 use crate::cluster::MetadataCache;
 use crate::group::records::OffsetAndMetadata;
-use crate::storage::batch::{EntryHeader, LOG_OVERHEAD};
+use crate::protocol::records::{decode_entries, encode_batch};
 use crate::topic_partition::TopicPartition;
 
 /// An actor a broker runs beside its own. Implement it, build the broker
@@ -103,13 +98,8 @@ impl ExtensionError {
     }
 }
 
-/// A record an extension produces.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProducedRecord {
-    pub key: Option<Bytes>,
-    pub value: Option<Bytes>,
-    pub headers: Vec<(String, Option<Bytes>)>,
-}
+/// A record an extension produces: key, value (None: a tombstone), headers.
+pub use crate::protocol::records::NewRecord as ProducedRecord;
 
 /// A committed record as an extension reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,7 +229,8 @@ impl ExtensionContext {
             .partitions
             .get(tp)
             .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
-        let batch = encode_batch(records, self.clock.now_ms())?;
+        let batch = encode_batch(records, self.clock.now_ms())
+            .map_err(|e| ExtensionError::Records(e.to_string()))?;
         match handle.addr.send(AppendRecords { records: batch }).await {
             Ok(Ok((info, _))) => Ok(info.first_offset),
             Ok(Err(e)) => Err(ExtensionError::Kafka {
@@ -300,10 +291,22 @@ impl ExtensionContext {
                 .map_err(|e| ExtensionError::Records(e.to_string()))?,
             None => Vec::new(),
         };
-        let (records, last) = decode_entries(&bytes)?;
+        let (records, last) =
+            decode_entries(&bytes).map_err(|e| ExtensionError::Records(e.to_string()))?;
         let records: Vec<CommittedRecord> = records
             .into_iter()
             .filter(|r| r.offset >= offset && r.offset < read.state.high_watermark)
+            .map(|r| CommittedRecord {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key,
+                value: r.value,
+                headers: r
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            })
             .collect();
         Ok(CommittedRead {
             next_offset: last.map_or(offset, |l| (l + 1).max(offset)),
@@ -324,19 +327,18 @@ impl ExtensionContext {
     ) -> Result<Option<i64>, ExtensionError> {
         let reply = self
             .ask_group(
-                GroupCommand::FetchOffsets {
+                FetchOffsets {
                     partitions: Some(vec![tp.clone()]),
                 },
                 false,
             )
             .await?;
-        Ok(match reply {
-            Some(GroupReply::Offsets(offsets)) => offsets
+        Ok(reply.and_then(|offsets| {
+            offsets
                 .into_iter()
-                .find(|(t, _, _)| t == tp)
-                .and_then(|(_, o, _)| o.map(|o| o.offset)),
-            _ => None,
-        })
+                .find(|(t, _)| t == tp)
+                .and_then(|(_, o)| o.map(|o| o.offset))
+        }))
     }
 
     /// Commit `offset` (the next record to process) for `tp`.
@@ -353,7 +355,7 @@ impl ExtensionContext {
         };
         let reply = self
             .ask_group(
-                GroupCommand::CommitOffsets {
+                CommitOffsets {
                     member_id: String::new(),
                     group_instance_id: None,
                     generation_id: -1,
@@ -363,15 +365,15 @@ impl ExtensionContext {
             )
             .await?;
         match reply {
-            Some(GroupReply::Offsets(codes)) => match codes.into_iter().find(|(_, _, c)| *c != 0) {
+            Some(codes) => match codes.into_iter().find(|(_, c)| *c != 0) {
                 None => Ok(()),
-                Some((_, _, code)) => Err(ExtensionError::Kafka {
+                Some((_, code)) => Err(ExtensionError::Kafka {
                     what: "commit position",
                     code,
                     message: String::new(),
                 }),
             },
-            _ => Err(ExtensionError::Kafka {
+            None => Err(ExtensionError::Kafka {
                 what: "commit position",
                 code: ResponseError::CoordinatorNotAvailable.code(),
                 message: String::new(),
@@ -379,19 +381,20 @@ impl ExtensionContext {
         }
     }
 
-    async fn ask_group(
-        &self,
-        command: GroupCommand,
-        create: bool,
-    ) -> Result<Option<GroupReply>, ExtensionError> {
+    async fn ask_group<M, T>(&self, request: M, create: bool) -> Result<Option<T>, ExtensionError>
+    where
+        M: Message<Result = Result<T, ResponseError>> + Send + 'static,
+        T: Send + 'static,
+        ConsumerGroup: Handler<M>,
+    {
         let ask = ForGroup {
             group_id: self.position_group(),
-            command,
+            request,
             create,
         };
         match self.groups.send(ask).await {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(code)) => {
+            Ok(Err(e)) => {
                 // As a client would: find the coordinator, which creates
                 // and loads `__consumer_offsets` on first use; retry later.
                 let _ = self
@@ -402,7 +405,7 @@ impl ExtensionContext {
                     .await;
                 Err(ExtensionError::Kafka {
                     what: "position",
-                    code,
+                    code: e.code(),
                     message: String::new(),
                 })
             }
@@ -527,75 +530,4 @@ impl RecordSubscription {
             task.abort();
         }
     }
-}
-
-fn encode_batch(records: &[ProducedRecord], now_ms: i64) -> Result<Bytes, ExtensionError> {
-    let records: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32,
-            timestamp: now_ms,
-            key: r.key.clone(),
-            value: r.value.clone(),
-            headers: r
-                .headers
-                .iter()
-                .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
-                .collect::<IndexMap<_, _>>(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .map_err(|e| ExtensionError::Records(e.to_string()))?;
-    Ok(buf.freeze())
-}
-
-/// Decode every whole entry in `entries` (a trailing partial one is left);
-/// also the last offset of the last whole entry.
-fn decode_entries(entries: &[u8]) -> Result<(Vec<CommittedRecord>, Option<i64>), ExtensionError> {
-    let mut out = Vec::new();
-    let mut last_offset = None;
-    let mut position = 0;
-    while position + LOG_OVERHEAD <= entries.len() {
-        let Ok(header) = EntryHeader::parse(&entries[position..], position) else {
-            break;
-        };
-        if position + header.size > entries.len() {
-            break;
-        }
-        let mut bytes = Bytes::copy_from_slice(&entries[position..position + header.size]);
-        let set = RecordBatchDecoder::decode(&mut bytes)
-            .map_err(|e| ExtensionError::Records(e.to_string()))?;
-        out.extend(set.records.into_iter().filter(|r| !r.control).map(|r| {
-            CommittedRecord {
-                offset: r.offset,
-                timestamp: r.timestamp,
-                key: r.key,
-                value: r.value,
-                headers: r
-                    .headers
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
-            }
-        }));
-        position += header.size;
-        last_offset = Some(header.last_offset);
-    }
-    Ok((out, last_offset))
 }

@@ -21,7 +21,7 @@ use crate::group::{partition_for, OFFSETS_TOPIC};
 use crate::topic_partition::TopicPartition;
 
 use super::consumer_group::{
-    read_groups, ConsumerGroup, GroupCommand, GroupReply, GroupRuntime, OffsetRetention,
+    read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
 };
 use super::controller::{Controller, CreateTopic, TopicError};
 use super::event_bus::EventBus;
@@ -136,7 +136,7 @@ impl GroupCoordinator {
             let handle = self.partitions.get(&tp);
             let started = std::time::Instant::now();
             let load = async move {
-                let handle = handle.ok_or_else(|| format!("{tp} is not led here"))?;
+                let handle = handle.ok_or(GroupLoadError::NotLeader(tp))?;
                 read_groups(&handle).await
             };
             ctx.spawn(
@@ -204,7 +204,7 @@ impl GroupCoordinator {
     }
 
     /// Where `group_id`'s requests go, or the error the client must see.
-    fn route(&mut self, group_id: &str) -> Result<i32, i16> {
+    fn route(&mut self, group_id: &str) -> Result<i32, ResponseError> {
         let partition = self.offsets_partition(group_id);
         let leads = self
             .metadata
@@ -216,11 +216,11 @@ impl GroupCoordinator {
             })
             .unwrap_or(false);
         if !leads {
-            return Err(ResponseError::NotCoordinator.code());
+            return Err(ResponseError::NotCoordinator);
         }
         match self.loads.get(&partition) {
             Some(Load::Loaded) => Ok(partition),
-            _ => Err(ResponseError::CoordinatorLoadInProgress.code()),
+            _ => Err(ResponseError::CoordinatorLoadInProgress),
         }
     }
 }
@@ -254,11 +254,11 @@ pub struct FindGroupCoordinator {
 }
 
 impl Message for FindGroupCoordinator {
-    type Result = Result<BrokerEndpoint, i16>;
+    type Result = Result<BrokerEndpoint, ResponseError>;
 }
 
 impl Handler<FindGroupCoordinator> for GroupCoordinator {
-    type Result = ResponseActFuture<Self, Result<BrokerEndpoint, i16>>;
+    type Result = ResponseActFuture<Self, Result<BrokerEndpoint, ResponseError>>;
 
     fn handle(&mut self, msg: FindGroupCoordinator, _ctx: &mut Context<Self>) -> Self::Result {
         let partition = self.offsets_partition(&msg.group_id);
@@ -284,9 +284,9 @@ impl Handler<FindGroupCoordinator> for GroupCoordinator {
                         Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => {}
                         Ok(Err(e)) => {
                             log::warn!("cannot create {OFFSETS_TOPIC}: {e}");
-                            return Err(ResponseError::CoordinatorNotAvailable.code());
+                            return Err(ResponseError::CoordinatorNotAvailable);
                         }
-                        Err(_) => return Err(ResponseError::CoordinatorNotAvailable.code()),
+                        Err(_) => return Err(ResponseError::CoordinatorNotAvailable),
                     }
                 }
                 Ok(())
@@ -301,38 +301,51 @@ impl Handler<FindGroupCoordinator> for GroupCoordinator {
                         .get(OFFSETS_TOPIC)
                         .and_then(|t| t.partitions.get(&partition))
                         .map(|p| p.leader)
-                        .ok_or(ResponseError::CoordinatorNotAvailable.code())?;
+                        .ok_or(ResponseError::CoordinatorNotAvailable)?;
                     m.brokers
                         .get(&leader)
                         .cloned()
-                        .ok_or(ResponseError::CoordinatorNotAvailable.code())
+                        .ok_or(ResponseError::CoordinatorNotAvailable)
                 })
             }),
         )
     }
 }
 
-/// A request for one group. `create`: start the group if it does not exist
-/// (JoinGroup, OffsetCommit); otherwise a missing group answers `Ok(None)`.
+/// A request `M` (one of the group actor's messages) for one group.
+/// `create`: start the group if it does not exist (JoinGroup,
+/// OffsetCommit); otherwise a missing group answers `Ok(None)`. `Err` is
+/// the group-level error the client sees (NOT_COORDINATOR,
+/// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, or the group's
+/// own).
 #[derive(Debug)]
-pub struct ForGroup {
+pub struct ForGroup<M> {
     pub group_id: String,
-    pub command: GroupCommand,
+    pub request: M,
     pub create: bool,
 }
 
-impl Message for ForGroup {
-    type Result = Result<Option<GroupReply>, i16>;
+impl<M, T> Message for ForGroup<M>
+where
+    M: Message<Result = Result<T, ResponseError>>,
+    T: 'static,
+{
+    type Result = Result<Option<T>, ResponseError>;
 }
 
-impl Handler<ForGroup> for GroupCoordinator {
-    type Result = ResponseFuture<Result<Option<GroupReply>, i16>>;
+impl<M, T> Handler<ForGroup<M>> for GroupCoordinator
+where
+    M: Message<Result = Result<T, ResponseError>> + Send + 'static,
+    T: Send + 'static,
+    ConsumerGroup: Handler<M>,
+{
+    type Result = ResponseFuture<Result<Option<T>, ResponseError>>;
 
-    fn handle(&mut self, msg: ForGroup, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ForGroup<M>, _ctx: &mut Context<Self>) -> Self::Result {
         fail::fail_point!("coordinator.for_group");
         let partition = match self.route(&msg.group_id) {
             Ok(partition) => partition,
-            Err(code) => return Box::pin(async move { Err(code) }),
+            Err(e) => return Box::pin(async move { Err(e) }),
         };
         let existing = self
             .groups
@@ -344,11 +357,7 @@ impl Handler<ForGroup> for GroupCoordinator {
             None if msg.create => {
                 match self.start_group(msg.group_id.clone(), partition, None, HashMap::new()) {
                     Some(addr) => addr,
-                    None => {
-                        return Box::pin(async {
-                            Err(ResponseError::CoordinatorNotAvailable.code())
-                        })
-                    }
+                    None => return Box::pin(async { Err(ResponseError::CoordinatorNotAvailable) }),
                 }
             }
             None => {
@@ -357,10 +366,11 @@ impl Handler<ForGroup> for GroupCoordinator {
             }
         };
         Box::pin(async move {
-            addr.send(msg.command)
-                .await
-                .map(Some)
-                .map_err(|_| ResponseError::CoordinatorNotAvailable.code())
+            match addr.send(msg.request).await {
+                Ok(answer) => answer.map(Some),
+                // The group actor failed under this request: retriable.
+                Err(_) => Err(ResponseError::CoordinatorNotAvailable),
+            }
         })
     }
 }
@@ -383,12 +393,10 @@ impl Handler<ListGroups> for GroupCoordinator {
             .iter()
             .map(|(id, addr)| {
                 let id = id.clone();
-                let ask = addr.send(GroupCommand::Describe);
+                let ask = addr.send(DescribeGroup);
                 async move {
                     match ask.await {
-                        Ok(GroupReply::Described(d)) => {
-                            Some((id, d.protocol_type, d.state.name().to_string()))
-                        }
+                        Ok(Ok(d)) => Some((id, d.protocol_type, d.state.name().to_string())),
                         _ => None,
                     }
                 }

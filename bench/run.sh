@@ -11,7 +11,10 @@
 #   FERROLOG_BENCH_SCALE=0.1        scale the record counts (default 1:
 #                                   5M x 100 B and 1M x 1 KiB)
 #   FERROLOG_BENCH_REPEATS=3        runs of every case (default 1)
-#   FERROLOG_BENCH_BROKERS="ferrolog tansu"
+#   FERROLOG_BENCH_BROKERS="ferrolog tansu mock"
+#                                   mock: librdkafka's in-process mock cluster
+#                                   (test.mock.num.brokers=1), produce only:
+#                                   the client's own limit on this machine
 #   FERROLOG_BENCH_CASES="100:1 100:8 1024:1 1024:8"   size:partitions
 #   FERROLOG_BENCH_TIMEOUT=900      seconds allowed to each perf command
 #   FERROLOG_BENCH_NO_BUILD=1       skip `cargo build` (use target/release as is)
@@ -31,7 +34,7 @@ cd "$ROOT"
 
 SCALE=${FERROLOG_BENCH_SCALE:-1}
 REPEATS=${FERROLOG_BENCH_REPEATS:-1}
-BROKERS=${FERROLOG_BENCH_BROKERS:-"ferrolog tansu"}
+BROKERS=${FERROLOG_BENCH_BROKERS:-"ferrolog tansu mock"}
 CASES=${FERROLOG_BENCH_CASES:-"100:1 100:8 1024:1 1024:8"}
 PERF_TIMEOUT=${FERROLOG_BENCH_TIMEOUT:-900}
 LOG_DIR=${FERROLOG_BENCH_LOG_DIR:-}
@@ -245,6 +248,21 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
         case_name="${size}B-p${parts}"
         topic="perf-${size}b-p${parts}"
         for broker in $BROKERS; do
+            if [[ $broker == mock ]]; then
+                # No broker process: the producer talks to a mock cluster
+                # inside itself, so this is what the client alone reaches.
+                line=""
+                status=ok
+                if ! run_perf line produce --bootstrap 127.0.0.1:9 --topic "$topic" \
+                    --count "$count" --size "$size" --acks 1 \
+                    --set test.mock.num.brokers=1; then
+                    status=FAIL
+                    FAILURES=$((FAILURES + 1))
+                fi
+                record_row "$rep" mock "$case_name" produce "$line" 0 0 "$status"
+                log "rep $rep mock $case_name produce: $line"
+                continue
+            fi
             logfile=$WORK/$broker-$case_name-rep$rep.log
             start_broker "$broker" "$logfile"
             log "rep $rep $broker $case_name: $count records of $size B, $parts partition(s), port $PORT"
@@ -356,6 +374,58 @@ for (case, phase, rep), rs in pairs.items():
         a, b = num(f[0][key]), num(t[0][key])
         if a is not None and b:
             ratios[(case, phase)][key].append(a / b)
+# Partition scaling: ferrolog with 8 partitions against 1, per size and phase,
+# as per-run ratios (both measured in the same repeat), then the median.
+def mib(r):
+    size = int(r["case"].split("B")[0])
+    n = num(r["records"])
+    return None if n is None else n * size / 2**20
+
+scaling = defaultdict(lambda: defaultdict(list))
+for (case, phase, rep), rs in pairs.items():
+    if not case.endswith("-p8"):
+        continue
+    one = [r for r in pairs.get((case[:-3] + "-p1", phase, rep), []) if r["broker"] == "ferrolog" and r["status"] == "ok"]
+    eight = [r for r in rs if r["broker"] == "ferrolog" and r["status"] == "ok"]
+    if not one or not eight:
+        continue
+    a, b = num(eight[0]["records_per_sec"]), num(one[0]["records_per_sec"])
+    if a is not None and b:
+        scaling[(case[:-3], phase)]["throughput"].append(a / b)
+    ca, cb = num(eight[0]["cpu_s"]), num(one[0]["cpu_s"])
+    ma, mb = mib(eight[0]), mib(one[0])
+    if ca is not None and cb and ma and mb:
+        scaling[(case[:-3], phase)]["cpu_per_mb"].append((ca / ma) / (cb / mb))
+if scaling:
+    print("\nferrolog, 8 partitions / 1 partition (median of per-run ratios; goals: throughput >= 1, CPU per MB <= 1)\n")
+    head = f"{'case':<18} {'throughput':>10} {'met':>4} {'CPU per MB':>10} {'met':>4}"
+    print(head)
+    print("-" * len(head))
+    for case, phase in sorted(scaling, key=lambda k: (k[0].split("B")[0].rjust(6), k[1] != "produce")):
+        sc = scaling[(case, phase)]
+        thr = statistics.median(sc["throughput"]) if sc["throughput"] else None
+        cpu = statistics.median(sc["cpu_per_mb"]) if sc["cpu_per_mb"] else None
+        print(f"{phase + ' ' + case:<18} {fmt(thr, 2):>10} {'' if thr is None else ('yes' if thr >= 1.0 else 'NO'):>4}"
+              f" {fmt(cpu, 2):>10} {'' if cpu is None else ('yes' if cpu <= 1.0 else 'NO'):>4}")
+
+# The client's limit: ferrolog produce against the same client's mock cluster.
+limit = defaultdict(list)
+for (case, phase, rep), rs in pairs.items():
+    f = [r for r in rs if r["broker"] == "ferrolog" and r["status"] == "ok"]
+    m = [r for r in rs if r["broker"] == "mock" and r["status"] == "ok"]
+    if phase == "produce" and f and m:
+        a, b = num(f[0]["records_per_sec"]), num(m[0]["records_per_sec"])
+        if a is not None and b:
+            limit[case].append(a / b)
+if limit:
+    print("\nferrolog produce / librdkafka mock cluster produce (median of per-run ratios; goal >= 0.9)\n")
+    head = f"{'case':<18} {'ratio':>6} {'met':>4}"
+    print(head)
+    print("-" * len(head))
+    for case in sorted(limit, key=lambda c: (c.split("B")[0].rjust(6), c)):
+        v = statistics.median(limit[case])
+        print(f"{'produce ' + case:<18} {v:>6.2f} {'yes' if v >= 0.9 else 'NO':>4}")
+
 if ratios:
     print("\nferrolog / tansu (median of the per-run ratios; throughput > 1 and CPU, RSS < 1 favour ferrolog)\n")
     head = f"{'case':<18} {'throughput':>10} {'goal':>6} {'met':>4} {'broker CPU':>10} {'peak RSS':>9}"

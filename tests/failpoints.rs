@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{admin, admin_options, client_config, raw_request, BrokerProcess};
+use common::{admin, admin_options, block_on, client_config, raw_request, BrokerProcess};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -35,14 +35,6 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 const STORAGE_ERROR: i16 = 56;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(future)
-}
 
 /// Create `name` with `partitions`; the per-topic results.
 fn create_topics(bootstrap: &str, names: &[&str], partitions: i32) -> Vec<Result<String, String>> {

@@ -159,6 +159,27 @@ impl LogShards {
         self.0[shard_of(tp, self.0.len())].clone()
     }
 
+    /// Send a list-valued message to every shard; one list of every
+    /// answer, or the first error.
+    fn gather<M, T>(
+        &self,
+        make: impl Fn() -> M,
+    ) -> impl std::future::Future<Output = Result<Vec<T>, LogActorError>> + 'static
+    where
+        M: Message<Result = Result<Vec<T>, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        let replies = self.broadcast(make);
+        async move {
+            let mut all = Vec::new();
+            for reply in replies.await {
+                all.append(&mut reply?);
+            }
+            Ok(all)
+        }
+    }
+
     /// Send a message to every shard and gather the answers.
     fn broadcast<M, T>(
         &self,
@@ -536,14 +557,7 @@ impl Handler<RetentionTick> for LogActor {
     type Result = ResponseFuture<Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>>;
 
     fn handle(&mut self, _msg: RetentionTick, _ctx: &mut Context<Self>) -> Self::Result {
-        let replies = self.shards.broadcast(|| EnforceRetention);
-        Box::pin(async move {
-            let mut all = Vec::new();
-            for reply in replies.await {
-                all.append(&mut reply?);
-            }
-            Ok(all)
-        })
+        Box::pin(self.shards.gather(|| EnforceRetention))
     }
 }
 
@@ -560,14 +574,7 @@ impl Handler<RetryOffline> for LogActor {
     type Result = ResponseFuture<Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>>;
 
     fn handle(&mut self, _msg: RetryOffline, _ctx: &mut Context<Self>) -> Self::Result {
-        let replies = self.shards.broadcast(|| ReopenOffline);
-        Box::pin(async move {
-            let mut all = Vec::new();
-            for reply in replies.await {
-                all.append(&mut reply?);
-            }
-            Ok(all)
-        })
+        Box::pin(self.shards.gather(|| ReopenOffline))
     }
 }
 

@@ -6,16 +6,15 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::DeleteGroup;
 
 pub async fn handle(ctx: &BrokerContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
-        let code = match ask_group(ctx, &group_id.0, GroupCommand::Delete, false).await {
-            Ok(Some(GroupReply::Code(code))) => code,
+        let code = match ask_group(ctx, &group_id.0, DeleteGroup, false).await {
+            Ok(Some(code)) => code,
             Ok(None) => ResponseError::GroupIdNotFound.code(),
-            Ok(_) => ResponseError::UnknownServerError.code(),
-            Err(code) => code,
+            Err(e) => e.code(),
         };
         results.push(
             DeletableGroupResult::default()

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::DescribeGroup;
 use crate::group::state::GroupState;
 
 const OPERATIONS_OMITTED: i32 = i32::MIN;
@@ -19,8 +19,8 @@ pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> Desc
             .with_group_id(group_id.clone())
             .with_authorized_operations(OPERATIONS_OMITTED);
         groups.push(
-            match ask_group(ctx, &group_id.0, GroupCommand::Describe, false).await {
-                Ok(Some(GroupReply::Described(d))) => {
+            match ask_group(ctx, &group_id.0, DescribeGroup, false).await {
+                Ok(Some(d)) => {
                     // Kafka's `GroupMetadata.summary`: the protocol, member
                     // metadata and assignments only for a Stable group.
                     let stable = d.state == GroupState::Stable;
@@ -54,8 +54,8 @@ pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> Desc
                                 .collect(),
                         )
                 }
-                Ok(_) => described.with_group_state(StrBytes::from_static_str("Dead")),
-                Err(code) => described.with_error_code(code),
+                Ok(None) => described.with_group_state(StrBytes::from_static_str("Dead")),
+                Err(e) => described.with_error_code(e.code()),
             },
         );
     }

@@ -25,14 +25,14 @@ pub async fn handle(
     let mut coordinators = Vec::with_capacity(keys.len());
     for key in keys {
         let found = if request.key_type != KEY_TYPE_GROUP {
-            Err(ResponseError::CoordinatorNotAvailable.code())
+            Err(ResponseError::CoordinatorNotAvailable)
         } else {
             ctx.groups
                 .send(FindGroupCoordinator {
                     group_id: key.to_string(),
                 })
                 .await
-                .unwrap_or(Err(ResponseError::CoordinatorNotAvailable.code()))
+                .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
         };
         coordinators.push(match found {
             Ok(broker) => Coordinator::default()
@@ -40,11 +40,11 @@ pub async fn handle(
                 .with_node_id(BrokerId(broker.id))
                 .with_host(StrBytes::from_string(broker.host))
                 .with_port(broker.port as i32),
-            Err(code) => Coordinator::default()
+            Err(e) => Coordinator::default()
                 .with_key(key)
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)
-                .with_error_code(code),
+                .with_error_code(e.code()),
         });
     }
     if version >= 4 {

@@ -5,19 +5,18 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::Heartbeat;
 
 pub async fn handle(ctx: &BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse {
-    let command = GroupCommand::Heartbeat {
+    let command = Heartbeat {
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         generation_id: request.generation_id,
     };
     let code = match ask_group(ctx, &request.group_id.0, command, false).await {
-        Ok(Some(GroupReply::Code(code))) => code,
+        Ok(Some(code)) => code,
         Ok(None) => ResponseError::UnknownMemberId.code(),
-        Ok(_) => ResponseError::UnknownServerError.code(),
-        Err(code) => code,
+        Err(e) => e.code(),
     };
     HeartbeatResponse::default().with_error_code(code)
 }

@@ -6,7 +6,7 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::JoinGroup;
 use crate::group::state::JoinRequest;
 
 pub async fn handle(
@@ -42,8 +42,8 @@ pub async fn handle(
             .with_generation_id(-1)
             .with_member_id(member_id.clone())
     };
-    match ask_group(ctx, &request.group_id.0, GroupCommand::Join(join), true).await {
-        Ok(Some(GroupReply::Join(r))) => JoinGroupResponse::default()
+    match ask_group(ctx, &request.group_id.0, JoinGroup(join), true).await {
+        Ok(Some(r)) => JoinGroupResponse::default()
             .with_error_code(r.error_code)
             .with_generation_id(r.generation_id)
             .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
@@ -62,7 +62,7 @@ pub async fn handle(
                     })
                     .collect(),
             ),
-        Ok(_) => error(kafka_protocol::error::ResponseError::UnknownServerError.code()),
-        Err(code) => error(code),
+        Ok(None) => error(kafka_protocol::error::ResponseError::CoordinatorNotAvailable.code()),
+        Err(e) => error(e.code()),
     }
 }

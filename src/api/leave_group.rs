@@ -6,7 +6,7 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::LeaveGroup;
 
 pub async fn handle(
     ctx: &BrokerContext,
@@ -27,18 +27,11 @@ pub async fn handle(
     } else {
         vec![(request.member_id.to_string(), None)]
     };
-    let outcome = ask_group(
-        ctx,
-        &request.group_id.0,
-        GroupCommand::Leave { members },
-        false,
-    )
-    .await;
+    let outcome = ask_group(ctx, &request.group_id.0, LeaveGroup { members }, false).await;
     let codes = match outcome {
-        Ok(Some(GroupReply::Codes(codes))) => Ok(codes),
+        Ok(Some(codes)) => Ok(codes),
         Ok(None) => Err(ResponseError::UnknownMemberId.code()),
-        Ok(_) => Err(ResponseError::UnknownServerError.code()),
-        Err(code) => Err(code),
+        Err(e) => Err(e.code()),
     };
     match codes {
         Err(code) => LeaveGroupResponse::default().with_error_code(code),

@@ -36,7 +36,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::ConsumerGroup;
 use crate::actors::controller::Controller;
 use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
 use crate::actors::log::{LogActor, LogActorError};
@@ -66,25 +66,31 @@ impl BrokerContext {
     }
 }
 
-/// Send `command` to the group's actor through the coordinator. `Ok(None)`:
-/// the group does not exist (and `create` was false).
-pub async fn ask_group(
+/// Send `request` to the group's actor through the coordinator. `Ok(None)`:
+/// the group does not exist (and `create` was false); `Err`: the
+/// group-level error the response carries.
+pub async fn ask_group<M, T>(
     ctx: &BrokerContext,
     group_id: &str,
-    command: GroupCommand,
+    request: M,
     create: bool,
-) -> Result<Option<GroupReply>, i16> {
+) -> Result<Option<T>, ResponseError>
+where
+    M: actix::Message<Result = Result<T, ResponseError>> + Send + 'static,
+    T: Send + 'static,
+    ConsumerGroup: actix::Handler<M>,
+{
     if group_id.is_empty() {
-        return Err(ResponseError::InvalidGroupId.code());
+        return Err(ResponseError::InvalidGroupId);
     }
     ctx.groups
         .send(ForGroup {
             group_id: group_id.to_string(),
-            command,
+            request,
             create,
         })
         .await
-        .unwrap_or(Err(ResponseError::CoordinatorNotAvailable.code()))
+        .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
 }
 
 /// Answer one request. `Ok(None)` means no response is due (produce with

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::CommitOffsets;
 use crate::group::records::OffsetAndMetadata;
 use crate::topic_partition::TopicPartition;
 
@@ -58,7 +58,7 @@ pub async fn handle(
         }
     }
     let tps: Vec<TopicPartition> = offsets.iter().map(|(tp, _)| tp.clone()).collect();
-    let command = GroupCommand::CommitOffsets {
+    let command = CommitOffsets {
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         generation_id: request.generation_id_or_member_epoch,
@@ -66,15 +66,13 @@ pub async fn handle(
     };
     let mut codes: BTreeMap<TopicPartition, i16> =
         match ask_group(ctx, &request.group_id.0, command, true).await {
-            Ok(Some(GroupReply::Offsets(results))) => results
+            Ok(Some(results)) => results.into_iter().collect(),
+            // Created on demand: only a failure to start it leaves none.
+            Ok(None) => tps
                 .into_iter()
-                .map(|(tp, _, code)| (tp, code))
+                .map(|tp| (tp, ResponseError::CoordinatorNotAvailable.code()))
                 .collect(),
-            Ok(_) => tps
-                .into_iter()
-                .map(|tp| (tp, ResponseError::UnknownServerError.code()))
-                .collect(),
-            Err(code) => tps.into_iter().map(|tp| (tp, code)).collect(),
+            Err(e) => tps.into_iter().map(|tp| (tp, e.code())).collect(),
         };
     for tp in unknown {
         codes.insert(tp, ResponseError::UnknownTopicOrPartition.code());

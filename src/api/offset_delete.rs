@@ -11,7 +11,7 @@ use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::DeleteOffsets;
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
@@ -35,29 +35,25 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
     let mut results = match ask_group(
         ctx,
         &request.group_id.0,
-        GroupCommand::DeleteOffsets { partitions },
+        DeleteOffsets { partitions },
         false,
     )
     .await
     {
-        Ok(Some(GroupReply::Offsets(results))) => results,
+        Ok(Some(results)) => results,
         Ok(None) => {
             return OffsetDeleteResponse::default()
                 .with_error_code(ResponseError::GroupIdNotFound.code())
         }
-        Ok(_) => {
-            return OffsetDeleteResponse::default()
-                .with_error_code(ResponseError::UnknownServerError.code())
-        }
-        Err(code) => return OffsetDeleteResponse::default().with_error_code(code),
+        Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
     };
     results.extend(
         unknown
             .into_iter()
-            .map(|tp| (tp, None, ResponseError::UnknownTopicOrPartition.code())),
+            .map(|tp| (tp, ResponseError::UnknownTopicOrPartition.code())),
     );
     let mut topics: BTreeMap<String, Vec<OffsetDeleteResponsePartition>> = BTreeMap::new();
-    for (tp, _, code) in results {
+    for (tp, code) in results {
         topics.entry(tp.topic).or_default().push(
             OffsetDeleteResponsePartition::default()
                 .with_partition_index(tp.partition)

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicNam
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::FetchOffsets;
 use crate::group::records::OffsetAndMetadata;
 use crate::topic_partition::TopicPartition;
 
@@ -24,24 +24,15 @@ async fn fetch(
     partitions: Option<Vec<TopicPartition>>,
 ) -> Fetched {
     let wanted = partitions.clone();
-    match ask_group(
-        ctx,
-        group_id,
-        GroupCommand::FetchOffsets { partitions },
-        false,
-    )
-    .await
-    {
-        Ok(Some(GroupReply::Offsets(offsets))) => {
-            Ok(offsets.into_iter().map(|(tp, o, _)| (tp, o)).collect())
-        }
+    match ask_group(ctx, group_id, FetchOffsets { partitions }, false).await {
+        Ok(Some(offsets)) => Ok(offsets),
         // An unknown group has no offsets: -1 for whatever was asked.
-        Ok(_) => Ok(wanted
+        Ok(None) => Ok(wanted
             .unwrap_or_default()
             .into_iter()
             .map(|tp| (tp, None))
             .collect()),
-        Err(code) => Err(code),
+        Err(e) => Err(e.code()),
     }
 }
 

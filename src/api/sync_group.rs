@@ -6,7 +6,7 @@ use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_group, BrokerContext};
-use crate::actors::consumer_group::{GroupCommand, GroupReply};
+use crate::actors::consumer_group::SyncGroup;
 use crate::group::state::SyncRequest;
 
 pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroupResponse {
@@ -22,8 +22,8 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
             .map(|a| (a.member_id.to_string(), a.assignment.clone()))
             .collect(),
     };
-    match ask_group(ctx, &request.group_id.0, GroupCommand::Sync(sync), false).await {
-        Ok(Some(GroupReply::Sync(r))) => SyncGroupResponse::default()
+    match ask_group(ctx, &request.group_id.0, SyncGroup(sync), false).await {
+        Ok(Some(r)) => SyncGroupResponse::default()
             .with_error_code(r.error_code)
             .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
             .with_protocol_name(r.protocol_name.map(StrBytes::from_string))
@@ -31,9 +31,6 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
         Ok(None) => {
             SyncGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code())
         }
-        Ok(_) => {
-            SyncGroupResponse::default().with_error_code(ResponseError::UnknownServerError.code())
-        }
-        Err(code) => SyncGroupResponse::default().with_error_code(code),
+        Err(e) => SyncGroupResponse::default().with_error_code(e.code()),
     }
 }

@@ -10,11 +10,9 @@
 //! error, never a panic.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 use super::state::{GroupSnapshot, MemberSnapshot};
+use crate::protocol::records::{self as batch, NewRecord};
 use crate::topic_partition::TopicPartition;
 
 /// A committed offset.
@@ -110,36 +108,15 @@ pub fn group_record(group: &str, value: Option<&GroupSnapshot>) -> (Bytes, Optio
 
 /// One v2 record batch holding `records` (key, value), stamped `now_ms`.
 pub fn encode_batch(records: &[(Bytes, Option<Bytes>)], now_ms: i64) -> Result<Bytes, RecordError> {
-    let records: Vec<Record> = records
+    let records: Vec<NewRecord> = records
         .iter()
-        .enumerate()
-        .map(|(i, (key, value))| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // One batch: kafka-protocol splits batches where offset - sequence changes.
-            sequence: i as i32,
-            timestamp: now_ms,
+        .map(|(key, value)| NewRecord {
             key: Some(key.clone()),
             value: value.clone(),
-            headers: Default::default(),
+            headers: Vec::new(),
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .map_err(|e| RecordError::Batch(e.to_string()))?;
-    Ok(buf.freeze())
+    batch::encode_batch(&records, now_ms).map_err(|e| RecordError::Batch(e.to_string()))
 }
 
 /// Decode every group record in a run of log entries (as a fetch returns
@@ -147,30 +124,13 @@ pub fn encode_batch(records: &[(Bytes, Option<Bytes>)], now_ms: i64) -> Result<B
 /// versions are skipped, as Kafka skips them. Also returns the last offset
 /// of the last whole entry, so a reader knows where to continue.
 pub fn decode_records(entries: &[u8]) -> Result<(Vec<GroupRecord>, Option<i64>), RecordError> {
-    let mut out = Vec::new();
-    let mut last_offset = None;
-    let mut position = 0;
-    while position + crate::storage::batch::LOG_OVERHEAD <= entries.len() {
-        let Ok(header) = crate::storage::batch::EntryHeader::parse(&entries[position..], position)
-        else {
-            break;
-        };
-        if position + header.size > entries.len() {
-            break;
+    let (records, last_offset) =
+        batch::decode_entries(entries).map_err(|e| RecordError::Batch(e.to_string()))?;
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        if let Some(decoded) = decode_record(record.key.as_deref(), record.value.as_deref())? {
+            out.push(decoded);
         }
-        let mut bytes = Bytes::copy_from_slice(&entries[position..position + header.size]);
-        let set = RecordBatchDecoder::decode(&mut bytes)
-            .map_err(|e| RecordError::Batch(e.to_string()))?;
-        for record in set.records {
-            if record.control {
-                continue;
-            }
-            if let Some(decoded) = decode_record(record.key.as_deref(), record.value.as_deref())? {
-                out.push(decoded);
-            }
-        }
-        position += header.size;
-        last_offset = Some(header.last_offset);
     }
     Ok((out, last_offset))
 }

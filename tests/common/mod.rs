@@ -266,6 +266,15 @@ where
     Resp::decode(&mut buf, version).expect("response body decodes")
 }
 
+/// Run a future (an rdkafka admin call) to completion on a fresh runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
 /// librdkafka settings every test client starts from.
 pub fn client_config(bootstrap: &str) -> rdkafka::config::ClientConfig {
     let mut config = rdkafka::config::ClientConfig::new();
