@@ -1,6 +1,7 @@
 //! A connection actor: one per client socket. It reads request frames,
 //! starts each request's handler at once (pipelining), and writes the
-//! responses strictly in request order. At most `MAX_IN_FLIGHT` requests per
+//! responses strictly in request order; produce requests also enqueue their
+//! appends in request order (`ProduceOrder`). At most `MAX_IN_FLIGHT` requests per
 //! connection are outstanding; past that it stops reading (backpressure).
 //!
 //! A frame it cannot parse closes the connection with a log line; it never
@@ -16,9 +17,11 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::api::produce::ProduceOrder;
 use crate::api::{self, BrokerContext};
 use crate::net::{read_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, ResponseFrame};
+use kafka_protocol::messages::ApiKey;
 
 /// Requests one connection may have in flight before reading pauses.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -86,6 +89,7 @@ async fn read_requests(
     max_frame: usize,
     idle: Duration,
 ) {
+    let produce_order = ProduceOrder::default();
     loop {
         let frame = match tokio::time::timeout(idle, read_frame(&mut reader, max_frame)).await {
             Err(_) => {
@@ -102,7 +106,9 @@ async fn read_requests(
         let pending: PendingResponse = match protocol::decode_request(frame) {
             Ok(request) => {
                 let broker = broker.clone();
-                actix_rt::spawn(async move { api::handle(&broker, request).await })
+                // Tickets are taken in read order: appends follow it.
+                let turn = matches!(request.api, ApiKey::Produce).then(|| produce_order.ticket());
+                actix_rt::spawn(async move { api::handle(&broker, request, turn).await })
             }
             Err(ProtocolError::UnsupportedVersion {
                 api: kafka_protocol::messages::ApiKey::ApiVersions,

@@ -130,6 +130,10 @@ pub struct ConsumerGroup {
     link: SupervisorLink,
     /// Set past the restart budget: every request answers this.
     unavailable: bool,
+    /// Commits are numbered as handled; per partition, the number of the
+    /// one in `offsets`.
+    commit_sequence: u64,
+    applied_commits: HashMap<TopicPartition, u64>,
 }
 
 /// `offsets.retention.minutes` (as ms) and `offsets.retention.check.interval.ms`.
@@ -171,6 +175,8 @@ impl ConsumerGroup {
             events: runtime.events,
             link: link.clone(),
             unavailable: false,
+            commit_sequence: 0,
+            applied_commits: HashMap::new(),
         };
         supervise(arbiter, spec, link, move |_| actor)
     }
@@ -240,20 +246,25 @@ impl ConsumerGroup {
         }
     }
 
-    /// Append records to this group's `__consumer_offsets` partition.
+    /// Append records to this group's `__consumer_offsets` partition. The
+    /// append is enqueued now, so the group's writes reach the log in the
+    /// order it handled them (a later commit never lands before an earlier
+    /// one); the future only waits for the answer.
     fn append(
         &self,
         records: Vec<(Bytes, Option<Bytes>)>,
         now: i64,
     ) -> impl std::future::Future<Output = Result<(), i16>> + 'static {
-        let addr = self.log.addr.clone();
-        let batch = encode_batch(&records, now);
-        async move {
-            let batch = batch.map_err(|e| {
+        let request = match encode_batch(&records, now) {
+            // A fresh sender is never parked: this enqueues now.
+            Ok(batch) => Ok(self.log.addr.clone().send(AppendRecords { records: batch })),
+            Err(e) => {
                 log::error!("cannot encode group records: {e}");
-                ResponseError::UnknownServerError.code()
-            })?;
-            match addr.send(AppendRecords { records: batch }).await {
+                Err(ResponseError::UnknownServerError.code())
+            }
+        };
+        async move {
+            match request?.await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => {
                     log::error!("writing group records failed: {e}");
@@ -618,12 +629,19 @@ impl Handler<CommitOffsets> for ConsumerGroup {
             .map(|(tp, o)| offset_record(&group_id, tp, Some(o)))
             .collect::<Vec<_>>();
         let append = self.append(records, now);
+        // Appends complete in any order; the commit handled last must win.
+        self.commit_sequence += 1;
+        let sequence = self.commit_sequence;
         Box::pin(append.into_actor(self).map(move |result, actor, _| {
             let mut codes = Vec::new();
             for (tp, offset) in accepted {
                 match result {
                     Ok(()) => {
-                        actor.offsets.insert(tp.clone(), offset);
+                        let newest = actor.applied_commits.get(&tp).is_none_or(|s| *s < sequence);
+                        if newest {
+                            actor.applied_commits.insert(tp.clone(), sequence);
+                            actor.offsets.insert(tp.clone(), offset);
+                        }
                         codes.push((tp, 0));
                     }
                     Err(code) => codes.push((tp, code)),

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::cluster::{
-    validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata, TopicMetadata,
+    is_internal_topic, validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata,
+    TopicMetadata,
 };
 use crate::config::{apply_topic_overrides, BrokerConfig};
 use crate::metadata::assignment::{assign_replicas, assign_replicas_random, AssignmentError};
@@ -365,7 +366,7 @@ impl Shared {
         Ok(TopicMetadata {
             name: name.to_string(),
             topic_id: topic_id(name),
-            is_internal: name.starts_with("__"),
+            is_internal: is_internal_topic(name),
             partitions,
             configs,
             log_config,
@@ -408,7 +409,7 @@ impl Shared {
             return Ok(TopicMetadata {
                 name: name.clone(),
                 topic_id: topic_id(&name),
-                is_internal: name.starts_with("__"),
+                is_internal: is_internal_topic(&name),
                 partitions: assignment
                     .iter()
                     .map(|(&p, replicas)| {

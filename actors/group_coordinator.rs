@@ -365,8 +365,11 @@ where
                 return Box::pin(async { Ok(None) });
             }
         };
+        // Enqueued now, in the order this coordinator handles requests, so
+        // a group sees one client's requests in the order they were sent.
+        let request = addr.send(msg.request);
         Box::pin(async move {
-            match addr.send(msg.request).await {
+            match request.await {
                 Ok(answer) => answer.map(Some),
                 // The group actor failed under this request: retriable.
                 Err(_) => Err(ResponseError::CoordinatorNotAvailable),

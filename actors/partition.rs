@@ -24,8 +24,9 @@ use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::{BrokerEvent, EventBus};
+use super::log::shard::LogShard;
 use super::log::{
-    self as log_actor, GetLogOffsets, LogActorError, LogOffsets, LogShards, ShardLink,
+    self as log_actor, GetLogOffsets, LogActorError, LogOffsets, LogShards, ShardLink, ShardReply,
 };
 use super::pool::ActorPool;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -122,11 +123,45 @@ impl PartitionActor {
         }
     }
 
+    fn note_log_start(&mut self, log_start_offset: i64) {
+        self.state.log_start_offset = self.state.log_start_offset.max(log_start_offset);
+    }
+
     /// Take the log's offsets as the truth (after a restart or a reopen:
     /// recovery may have cut the log back).
     fn reset(&mut self, offsets: LogOffsets) {
         self.state = PartitionState::from_log(offsets);
         self.high_watermark.send_replace(offsets.log_end_offset);
+    }
+
+    /// Enqueue `msg` at the shard in the order this actor handles its
+    /// messages: now if the shard's window has room, else the actor holds
+    /// its later messages until there is (so appends are never reordered).
+    fn dispatch<M, T>(&mut self, msg: M, ctx: &mut Context<Self>) -> ShardReply<T>
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        match self.shard.try_dispatch(msg) {
+            Ok(reply) => reply,
+            Err(msg) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let shard = self.shard.clone();
+                ctx.wait(
+                    async move {
+                        let _ = tx.send(shard.dispatch_when_room(msg).await);
+                    }
+                    .into_actor(self),
+                );
+                Box::pin(async move {
+                    match rx.await {
+                        Ok(reply) => reply.await,
+                        Err(_) => Err(LogActorError::Stopped),
+                    }
+                })
+            }
+        }
     }
 
     /// Note a log that went offline under this partition.
@@ -231,35 +266,29 @@ impl Handler<AppendRecords> for PartitionActor {
         }
         fail::fail_point!(&format!("partition.append.{}", self.tp));
         self.ensure_log_online(ctx);
-        let shard = self.shard.clone();
-        let tp = self.tp.clone();
         let bytes = msg.records.len() as u64;
-        Box::pin(
-            async move {
-                shard
-                    .send(log_actor::Append {
-                        tp,
-                        records: msg.records,
-                    })
-                    .await
+        let append = self.dispatch(
+            log_actor::Append {
+                tp: self.tp.clone(),
+                records: msg.records,
+            },
+            ctx,
+        );
+        Box::pin(append.into_actor(self).map(move |result, actor, _ctx| {
+            actor.observe(&result);
+            let info = result?;
+            let before = actor.state.high_watermark;
+            actor.advance(info.log_end_offset, actor.state.log_start_offset);
+            if actor.state.high_watermark > before {
+                actor.events.publish(BrokerEvent::HighWatermarkAdvanced {
+                    tp: actor.tp.clone(),
+                    high_watermark: actor.state.high_watermark,
+                    records: info.record_count as i64,
+                    bytes,
+                });
             }
-            .into_actor(self)
-            .map(move |result, actor, _ctx| {
-                actor.observe(&result);
-                let info = result?;
-                let before = actor.state.high_watermark;
-                actor.advance(info.log_end_offset, actor.state.log_start_offset);
-                if actor.state.high_watermark > before {
-                    actor.events.publish(BrokerEvent::HighWatermarkAdvanced {
-                        tp: actor.tp.clone(),
-                        high_watermark: actor.state.high_watermark,
-                        records: info.record_count as i64,
-                        bytes,
-                    });
-                }
-                Ok((info, actor.state.log_start_offset))
-            }),
-        )
+            Ok((info, actor.state.log_start_offset))
+        }))
     }
 }
 
@@ -306,12 +335,14 @@ impl Handler<ReadRecords> for PartitionActor {
                     };
                     fut::wrap_future(async move { (shard.send(read).await, state) })
                 })
-                .map(|(result, state), actor, _ctx| {
+                .map(|(result, mut state), actor, _ctx| {
                     actor.observe(&result);
-                    Ok(PartitionRead {
-                        read: result?,
-                        state,
-                    })
+                    let read = result?;
+                    // Retention and DeleteRecords move the log start in the
+                    // shard; every read brings the news.
+                    actor.note_log_start(read.log_start_offset);
+                    state.log_start_offset = state.log_start_offset.max(read.log_start_offset);
+                    Ok(PartitionRead { read, state })
                 }),
         )
     }
@@ -326,10 +357,26 @@ impl Message for GetState {
 }
 
 impl Handler<GetState> for PartitionActor {
-    type Result = MessageResult<GetState>;
+    type Result = ResponseActFuture<Self, PartitionState>;
 
-    fn handle(&mut self, _msg: GetState, _ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.state)
+    fn handle(&mut self, _msg: GetState, ctx: &mut Context<Self>) -> Self::Result {
+        if self.offline.is_some() {
+            return Box::pin(fut::ready(self.state));
+        }
+        // The log start may have moved in the shard (retention); ask it, in
+        // order with this partition's other requests.
+        let offsets = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        Box::pin(offsets.into_actor(self).map(|offsets, actor, _ctx| {
+            if let Ok(offsets) = offsets {
+                actor.note_log_start(offsets.log_start_offset);
+            }
+            actor.state
+        }))
     }
 }
 

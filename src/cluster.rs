@@ -81,6 +81,12 @@ impl MetadataCache {
     }
 }
 
+/// Kafka's internal topics (`Topic.INTERNAL_TOPICS`): clients cannot
+/// produce to them, and Metadata marks them internal.
+pub fn is_internal_topic(name: &str) -> bool {
+    name == "__consumer_offsets" || name == "__transaction_state"
+}
+
 /// Kafka's rule for topic names: 1 to 249 characters of `[a-zA-Z0-9._-]`,
 /// not `.` or `..`.
 pub fn validate_topic_name(name: &str) -> Result<(), String> {

@@ -128,7 +128,57 @@ pub struct ShardLink {
     in_flight: Arc<Semaphore>,
 }
 
+/// A message already enqueued at its shard; resolves to the shard's answer.
+pub type ShardReply<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, LogActorError>>>>;
+
 impl ShardLink {
+    /// Enqueue `msg` now if the in-flight window has room (so messages sent
+    /// one after the other arrive in that order); the message back if not.
+    pub fn try_dispatch<M, T>(&self, msg: M) -> Result<ShardReply<T>, M>
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            return Err(msg);
+        };
+        Ok(self.enqueue(msg, permit))
+    }
+
+    /// Wait for room in the window, then enqueue `msg`; resolves once it is
+    /// enqueued, to its answer's future.
+    pub async fn dispatch_when_room<M, T>(&self, msg: M) -> ShardReply<T>
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        match self.in_flight.clone().acquire_owned().await {
+            Ok(permit) => self.enqueue(msg, permit),
+            Err(_) => {
+                let index = self.index;
+                Box::pin(async move { Err(LogActorError::ShardGone(index)) })
+            }
+        }
+    }
+
+    fn enqueue<M, T>(&self, msg: M, permit: tokio::sync::OwnedSemaphorePermit) -> ShardReply<T>
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        // A fresh sender is never parked, so this enqueues now.
+        let request = self.addr.clone().send(msg);
+        let index = self.index;
+        Box::pin(async move {
+            let _permit = permit;
+            request.await.map_err(|_| LogActorError::ShardGone(index))?
+        })
+    }
+
     /// Send `msg` to the shard, within its in-flight window.
     pub async fn send<M, T>(&self, msg: M) -> Result<T, LogActorError>
     where

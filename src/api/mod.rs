@@ -83,7 +83,9 @@ where
     if group_id.is_empty() {
         return Err(ResponseError::InvalidGroupId);
     }
+    // A fresh sender is never parked: the request is enqueued at once.
     ctx.groups
+        .clone()
         .send(ForGroup {
             group_id: group_id.to_string(),
             request,
@@ -98,6 +100,7 @@ where
 pub async fn handle(
     ctx: &Arc<BrokerContext>,
     frame: RequestFrame,
+    produce_turn: Option<produce::ProduceTurn>,
 ) -> Result<Option<ResponseFrame>, ProtocolError> {
     let api = frame.api;
     let version = frame.version();
@@ -122,7 +125,7 @@ pub async fn handle(
     match frame.body {
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
         Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
-        Request::Produce(r) => match produce::handle(ctx, *r, version).await {
+        Request::Produce(r) => match produce::handle(ctx, *r, version, produce_turn).await {
             Some(response) => reply!(response),
             None => Ok(None),
         },

@@ -1,28 +1,126 @@
 //! Produce (key 0), v0-9. Each partition's records go to its partition
-//! actor, all partitions in parallel. acks=0 gets no response at all;
+//! actor, all partitions in parallel, enqueued in request order per
+//! connection (`ProduceOrder`). Internal topics refuse client records
+//! (INVALID_TOPIC_EXCEPTION). acks=0 gets no response at all;
 //! acks=1 and acks=-1 (all) answer once the leader has appended (with one
 //! replica, every ISR member has it then); other acks values get
 //! INVALID_REQUIRED_ACKS.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use futures_util::future::join_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use tokio::sync::watch;
 
 use super::create_topics::auto_create_topic;
 use super::{error_code, BrokerContext};
 use crate::actors::partition::AppendRecords;
 use crate::topic_partition::TopicPartition;
 
+/// Produce requests of one connection hand their appends to the partition
+/// actors in request order, as Kafka's one-request-at-a-time processing
+/// does: each request takes a ticket when it is read, waits for its turn,
+/// enqueues every partition's append, then passes the turn on and only
+/// then waits for the appends to finish. Pipelining is kept; per-partition
+/// order follows request order.
+#[derive(Clone)]
+pub struct ProduceOrder {
+    next_ticket: Arc<AtomicU64>,
+    turn: Arc<watch::Sender<u64>>,
+}
+
+impl Default for ProduceOrder {
+    fn default() -> Self {
+        ProduceOrder {
+            next_ticket: Arc::new(AtomicU64::new(0)),
+            turn: Arc::new(watch::channel(0).0),
+        }
+    }
+}
+
+impl ProduceOrder {
+    /// The next request's place in line (take it in read order).
+    pub fn ticket(&self) -> ProduceTurn {
+        ProduceTurn {
+            order: self.clone(),
+            ticket: self.next_ticket.fetch_add(1, Ordering::SeqCst),
+            passed: false,
+        }
+    }
+}
+
+/// One produce request's place in its connection's line.
+pub struct ProduceTurn {
+    order: ProduceOrder,
+    ticket: u64,
+    passed: bool,
+}
+
+impl ProduceTurn {
+    async fn wait(&self) {
+        let mut turn = self.order.turn.subscribe();
+        while *turn.borrow_and_update() < self.ticket {
+            if turn.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn pass(&mut self) {
+        if !self.passed {
+            self.passed = true;
+            let next = self.ticket + 1;
+            self.order
+                .turn
+                .send_modify(|turn| *turn = (*turn).max(next));
+        }
+    }
+}
+
+impl Drop for ProduceTurn {
+    fn drop(&mut self) {
+        if self.passed {
+            return;
+        }
+        // A request that ends without dispatching (its handler failed)
+        // must still let the ones behind it through, once it is its turn.
+        let order = self.order.clone();
+        let ticket = self.ticket;
+        actix_rt::spawn(async move {
+            let mut turn = ProduceTurn {
+                order,
+                ticket,
+                passed: false,
+            };
+            turn.wait().await;
+            turn.pass();
+        });
+    }
+}
+
+type PartitionAppend = Pin<Box<dyn Future<Output = PartitionProduceResponse>>>;
+
 /// None when acks=0: the client expects no response.
 pub async fn handle(
     ctx: &BrokerContext,
     request: ProduceRequest,
     version: i16,
+    mut turn: Option<ProduceTurn>,
 ) -> Option<ProduceResponse> {
+    if let Some(turn) = &turn {
+        turn.wait().await;
+    }
     let acks = request.acks;
-    let mut topics = Vec::with_capacity(request.topic_data.len());
+    // Dispatch: every append is enqueued at its partition actor here, in
+    // request order, before anything waits for an append to finish.
+    let mut topics: Vec<(String, Vec<PartitionAppend>)> =
+        Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
         if ctx.metadata.topic(&name).is_none() && ctx.config.auto_create_topics_enable {
@@ -30,27 +128,43 @@ pub async fn handle(
                 log::debug!("produce to {name}: auto-creation failed: {e}");
             }
         }
-        let partitions = topic.partition_data.into_iter().map(|partition| {
+        let internal = ctx.metadata.topic(&name).is_some_and(|t| t.is_internal);
+        let mut partitions: Vec<PartitionAppend> = Vec::with_capacity(topic.partition_data.len());
+        for partition in topic.partition_data {
             let tp = TopicPartition::new(name.clone(), partition.index);
-            async move {
-                let response = PartitionProduceResponse::default()
-                    .with_index(partition.index)
-                    .with_base_offset(-1)
-                    .with_log_append_time_ms(-1)
-                    .with_log_start_offset(-1);
-                if !matches!(acks, -1..=1) {
-                    return response.with_error_code(ResponseError::InvalidRequiredAcks.code());
-                }
-                let Some(records) = partition.records.filter(|r| !r.is_empty()) else {
-                    return response.with_error_code(ResponseError::CorruptMessage.code());
+            let response = PartitionProduceResponse::default()
+                .with_index(partition.index)
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            let fail =
+                |response: PartitionProduceResponse, error: ResponseError| -> PartitionAppend {
+                    Box::pin(std::future::ready(response.with_error_code(error.code())))
                 };
-                let Some(handle) = ctx.partition(&tp) else {
-                    return response.with_error_code(ResponseError::UnknownTopicOrPartition.code());
-                };
-                if acks == -1 && isr_too_small(ctx, &tp) {
-                    return response.with_error_code(ResponseError::NotEnoughReplicas.code());
-                }
-                let append = handle.addr.send(AppendRecords { records });
+            if !matches!(acks, -1..=1) {
+                partitions.push(fail(response, ResponseError::InvalidRequiredAcks));
+                continue;
+            }
+            if internal {
+                // Kafka: "Cannot append to internal topic".
+                partitions.push(fail(response, ResponseError::InvalidTopicException));
+                continue;
+            }
+            let Some(records) = partition.records.filter(|r| !r.is_empty()) else {
+                partitions.push(fail(response, ResponseError::CorruptMessage));
+                continue;
+            };
+            let Some(handle) = ctx.partition(&tp) else {
+                partitions.push(fail(response, ResponseError::UnknownTopicOrPartition));
+                continue;
+            };
+            if acks == -1 && isr_too_small(ctx, &tp) {
+                partitions.push(fail(response, ResponseError::NotEnoughReplicas));
+                continue;
+            }
+            // Enqueued now (a fresh `Addr` clone never parks the sender).
+            let append = handle.addr.send(AppendRecords { records });
+            partitions.push(Box::pin(async move {
                 match append.await {
                     Ok(Ok((info, log_start_offset))) => response
                         .with_base_offset(info.first_offset)
@@ -64,11 +178,18 @@ pub async fn handle(
                     }
                     Err(_) => response.with_error_code(ResponseError::NotLeaderOrFollower.code()),
                 }
-            }
-        });
-        topics.push(
+            }));
+        }
+        topics.push((name, partitions));
+    }
+    if let Some(turn) = &mut turn {
+        turn.pass();
+    }
+    let mut responses = Vec::with_capacity(topics.len());
+    for (name, partitions) in topics {
+        responses.push(
             TopicProduceResponse::default()
-                .with_name(TopicName(StrBytes::from_string(name.clone())))
+                .with_name(TopicName(StrBytes::from_string(name)))
                 .with_partition_responses(join_all(partitions).await),
         );
     }
@@ -76,7 +197,7 @@ pub async fn handle(
         return None;
     }
     let _ = version;
-    Some(ProduceResponse::default().with_responses(topics))
+    Some(ProduceResponse::default().with_responses(responses))
 }
 
 /// acks=all needs at least `min.insync.replicas` in the ISR (topic config,
