@@ -107,6 +107,15 @@ pub struct DeleteOffsets {
     pub partitions: Vec<TopicPartition>,
 }
 
+/// A topic was deleted: forget this group's offsets for it, with
+/// tombstones (Kafka's `onPartitionsDeleted`), so a topic re-created under
+/// the same name does not resume at old offsets.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct TopicDeleted {
+    pub topic: String,
+}
+
 /// A group as DescribeGroups/ListGroups show it.
 #[derive(Debug, Clone)]
 pub struct GroupDescription {
@@ -772,5 +781,43 @@ impl Handler<DeleteOffsets> for ConsumerGroup {
             }
             Ok(codes)
         }))
+    }
+}
+
+impl Handler<TopicDeleted> for ConsumerGroup {
+    type Result = ();
+
+    fn handle(&mut self, msg: TopicDeleted, ctx: &mut Context<Self>) {
+        let gone: Vec<TopicPartition> = self
+            .offsets
+            .keys()
+            .filter(|tp| tp.topic == msg.topic)
+            .cloned()
+            .collect();
+        if gone.is_empty() || self.unavailable {
+            return;
+        }
+        let group_id = self.group.group_id().to_string();
+        let records = gone
+            .iter()
+            .map(|tp| offset_record(&group_id, tp, None))
+            .collect();
+        let append = self.append(records, self.now());
+        ctx.wait(
+            append
+                .into_actor(self)
+                .map(move |result, actor, _| match result {
+                    Ok(()) => {
+                        for tp in gone {
+                            actor.offsets.remove(&tp);
+                        }
+                    }
+                    Err(code) => log::warn!(
+                        "group {}: cannot forget the offsets of deleted topic {} (error {code})",
+                        actor.group.group_id(),
+                        msg.topic
+                    ),
+                }),
+        );
     }
 }

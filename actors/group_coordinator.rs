@@ -22,9 +22,10 @@ use crate::topic_partition::TopicPartition;
 
 use super::consumer_group::{
     read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
+    TopicDeleted,
 };
 use super::controller::{Controller, CreateTopic, TopicError};
-use super::event_bus::EventBus;
+use super::event_bus::{BrokerEvent, EventBus, EventKind};
 use super::partition::PartitionRegistry;
 use super::pool::ActorPool;
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
@@ -49,7 +50,14 @@ impl CoordinatorConfig {
                 max_size: config.group_max_size as usize,
             },
             offsets_topic_partitions: config.offsets_topic_num_partitions,
-            offsets_topic_replication_factor: config.offsets_topic_replication_factor,
+            // A single broker on the embedded store cannot hold more than one
+            // replica (Kafka's default of 3 would leave every group waiting
+            // forever): capped here, with a warning at start-up.
+            offsets_topic_replication_factor: if config.zookeeper_connect.is_none() {
+                config.offsets_topic_replication_factor.min(1)
+            } else {
+                config.offsets_topic_replication_factor
+            },
             offsets_retention_ms: config.offsets_retention_minutes as i64 * 60_000,
             offsets_retention_check_interval_ms: config.offsets_retention_check_interval_ms,
         }
@@ -74,6 +82,8 @@ pub struct GroupCoordinator {
     pool: ActorPool,
     events: EventBus,
     link: SupervisorLink,
+    /// Subscribed to the event bus (once: the mailbox outlives restarts).
+    subscribed: bool,
 }
 
 /// The actors and threads the coordinator works with.
@@ -109,6 +119,7 @@ impl GroupCoordinator {
             pool: deps.pool,
             events: deps.events,
             link: link.clone(),
+            subscribed: false,
         };
         supervise(
             None,
@@ -243,7 +254,32 @@ impl Actor for GroupCoordinator {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(4096);
+        if !self.subscribed {
+            // Deleted topics lose their committed offsets in every group.
+            self.events
+                .subscribe(ctx.address().recipient(), &[EventKind::TopicDeleted]);
+            self.subscribed = true;
+        }
         self.load_led_partitions(ctx);
+    }
+}
+
+/// How `__consumer_offsets` is created, wherever its creation starts
+/// (FindCoordinator, or a Metadata request naming it): with its own
+/// partition count and replication factor, keeping every record (no
+/// compaction yet, so no retention by time or size either).
+pub fn offsets_topic(config: &CoordinatorConfig) -> CreateTopic {
+    CreateTopic {
+        name: OFFSETS_TOPIC.to_string(),
+        num_partitions: config.offsets_topic_partitions,
+        replication_factor: config.offsets_topic_replication_factor,
+        assignments: BTreeMap::new(),
+        configs: vec![
+            ("retention.ms".into(), "-1".into()),
+            ("retention.bytes".into(), "-1".into()),
+            ("segment.bytes".into(), "104857600".into()),
+        ],
+        validate_only: false,
     }
 }
 
@@ -263,20 +299,7 @@ impl Handler<FindGroupCoordinator> for GroupCoordinator {
     fn handle(&mut self, msg: FindGroupCoordinator, _ctx: &mut Context<Self>) -> Self::Result {
         let partition = self.offsets_partition(&msg.group_id);
         let exists = self.metadata.topic(OFFSETS_TOPIC).is_some();
-        let create = (!exists).then(|| {
-            self.controller.send(CreateTopic {
-                name: OFFSETS_TOPIC.to_string(),
-                num_partitions: self.config.offsets_topic_partitions,
-                replication_factor: self.config.offsets_topic_replication_factor,
-                assignments: BTreeMap::new(),
-                // No compaction yet: keep every record (loading reads them all).
-                configs: vec![
-                    ("retention.ms".into(), "-1".into()),
-                    ("segment.bytes".into(), "104857600".into()),
-                ],
-                validate_only: false,
-            })
-        });
+        let create = (!exists).then(|| self.controller.send(offsets_topic(&self.config)));
         Box::pin(
             async move {
                 if let Some(create) = create {
@@ -375,6 +398,20 @@ where
                 Err(_) => Err(ResponseError::CoordinatorNotAvailable),
             }
         })
+    }
+}
+
+impl Handler<BrokerEvent> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, event: BrokerEvent, _ctx: &mut Context<Self>) {
+        if let BrokerEvent::TopicDeleted { topic, .. } = event {
+            for group in self.groups.values() {
+                group.do_send(TopicDeleted {
+                    topic: topic.clone(),
+                });
+            }
+        }
     }
 }
 

@@ -180,6 +180,13 @@ impl BrokerBuilder {
             fatal.clone(),
         )
         .await?;
+        if config.zookeeper_connect.is_none() && config.offsets_topic_replication_factor > 1 {
+            log::warn!(
+                "offsets.topic.replication.factor={} cannot be met by a single broker: \
+                 __consumer_offsets is created with 1 replica",
+                config.offsets_topic_replication_factor
+            );
+        }
         let groups = GroupCoordinator::start(
             CoordinatorConfig::from_broker(&config),
             config.broker_id.max(0),

@@ -91,3 +91,280 @@ fn consumers_resetting_to_earliest_follow_retention() {
     );
     assert_eq!(offsets.last(), Some(&44));
 }
+
+/// JoinGroup v0–v6 have no nullable `protocol_name`; an error answer from
+/// the group (here INVALID_SESSION_TIMEOUT, 26) must carry "" there, as
+/// Kafka sends, not null (Java clients up to 2.4 cannot parse a null).
+#[test]
+fn join_group_errors_carry_an_empty_protocol_name_before_v7() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::{ApiKey, GroupId, JoinGroupRequest, JoinGroupResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    // FindCoordinator first: creates and loads the offsets topic.
+    let _ = client_config(&broker.bootstrap)
+        .set("group.id", "nullable")
+        .create::<BaseConsumer>()
+        .unwrap()
+        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    let request = JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("nullable")))
+        .with_session_timeout_ms(1)
+        .with_rebalance_timeout_ms(1000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::new())]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response: JoinGroupResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::JoinGroup,
+            5,
+            &request,
+            Duration::from_secs(10),
+        );
+        // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
+        if response.error_code == 14 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        assert_eq!(response.error_code, 26);
+        assert_eq!(response.protocol_name, Some(StrBytes::default()));
+        break;
+    }
+}
+
+/// A single broker whose config keeps Kafka's default
+/// `offsets.topic.replication.factor=3`: consumer groups still work (the
+/// internal topic is created with one replica) and one warning says so.
+#[test]
+fn a_minimal_config_gives_working_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start(dir.path(), &["offsets.topic.replication.factor=3"]);
+    assert_eq!(broker.count_lines("cannot be met by a single broker"), 1);
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "minimal")
+        .create()
+        .unwrap();
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("m", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let mut list = rdkafka::TopicPartitionList::new();
+    list.add_partition_offset("m", 0, rdkafka::Offset::Offset(3))
+        .unwrap();
+    consumer
+        .commit(&list, rdkafka::consumer::CommitMode::Sync)
+        .expect("the commit succeeds");
+}
+
+/// A Metadata request naming `__consumer_offsets` before any
+/// FindCoordinator auto-creates it with `offsets.topic.num.partitions` (7
+/// here), not `num.partitions` (1), so groups map to partitions that exist.
+#[test]
+fn metadata_creates_the_offsets_topic_with_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &["offsets.topic.num.partitions=7", "num.partitions=1"],
+    );
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("allow.auto.create.topics", "true")
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metadata = consumer
+            .fetch_metadata(Some("__consumer_offsets"), Duration::from_secs(10))
+            .unwrap();
+        let topic = &metadata.topics()[0];
+        if topic.error().is_none() && !topic.partitions().is_empty() {
+            assert_eq!(topic.partitions().len(), 7);
+            break;
+        }
+        assert!(Instant::now() < deadline, "never created");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Deleting a topic forgets every group's committed offsets for it, with
+/// tombstones (Kafka's `onPartitionsDeleted`): after the topic is
+/// re-created, the group has no offset there, also after a restart that
+/// reloads `__consumer_offsets`.
+#[test]
+fn deleting_a_topic_forgets_its_committed_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["offsets.topic.num.partitions=1"]);
+    let admin_client = admin(&broker.bootstrap);
+    let options = admin_options(Duration::from_secs(30));
+    let topic = NewTopic::new("recreated", 1, TopicReplication::Fixed(1));
+    block_on(admin_client.create_topics([&topic], &options)).unwrap();
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "forgetful")
+        .create()
+        .unwrap();
+    let mut list = rdkafka::TopicPartitionList::new();
+    list.add_partition_offset("recreated", 0, rdkafka::Offset::Offset(42))
+        .unwrap();
+    consumer
+        .commit(&list, rdkafka::consumer::CommitMode::Sync)
+        .unwrap();
+    let committed = |consumer: &BaseConsumer| {
+        let mut list = rdkafka::TopicPartitionList::new();
+        list.add_partition("recreated", 0);
+        consumer
+            .committed_offsets(list, Duration::from_secs(10))
+            .unwrap()
+            .find_partition("recreated", 0)
+            .unwrap()
+            .offset()
+    };
+    assert_eq!(committed(&consumer), rdkafka::Offset::Offset(42));
+    block_on(admin_client.delete_topics(&["recreated"], &options)).unwrap();
+    block_on(admin_client.create_topics([&topic], &options)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while committed(&consumer) != rdkafka::Offset::Invalid {
+        assert!(Instant::now() < deadline, "the old offset survived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(consumer);
+    let dir_path = broker.terminate();
+    let broker = BrokerProcess::restart_on(&dir_path, &["offsets.topic.num.partitions=1"]);
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "forgetful")
+        .create()
+        .unwrap();
+    assert_eq!(committed(&consumer), rdkafka::Offset::Invalid);
+}
+
+/// A malformed recovery-point checkpoint does not stop the broker: it logs
+/// it, recovers every partition from the start, and serves every record.
+/// A second broker on the same log dir says the dir is in use.
+#[test]
+fn a_malformed_checkpoint_means_recovery_not_a_dead_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("kept", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
+    for i in 0..20 {
+        producer
+            .send(BaseRecord::<(), str>::to("kept").payload(&format!("v{i}")))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let path = broker.terminate();
+    std::fs::write(
+        path.join("recovery-point-offset-checkpoint"),
+        "0\n5\ngarbage",
+    )
+    .unwrap();
+    let mut broker = BrokerProcess::restart_on(&path, &[]);
+    assert!(broker.count_lines("recovery-point-offset-checkpoint is malformed") >= 1);
+    let consumer: BaseConsumer = client_config(&broker.bootstrap).create().unwrap();
+    let (low, high) = consumer
+        .fetch_watermarks("kept", 0, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!((low, high), (0, 20));
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties"),
+        ])
+        .args(["--override", &format!("log.dirs={}", path.display())])
+        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(said.contains("is in use by another process"), "{said}");
+}
+
+/// A well-formed batch whose record count does not match its offsets is
+/// Kafka's INVALID_RECORD (87), which clients do not retry; damaged bytes
+/// (a CRC mismatch) stay CORRUPT_MESSAGE (2).
+#[test]
+fn batches_that_do_not_add_up_are_invalid_records() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("checked", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let produce = |batch: Vec<u8>| -> i16 {
+        let request = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("checked")))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(bytes::Bytes::from(batch)))])]);
+        let response: ProduceResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::Produce,
+            8,
+            &request,
+            Duration::from_secs(10),
+        );
+        response.responses[0].partition_responses[0].error_code
+    };
+    let good =
+        ferrolog::storage::testing::batch_v2(3, 10, kafka_protocol::records::Compression::None);
+    // The v2 header's record count (bytes 57..61) says 5 for offsets 0..=2;
+    // the CRC32C (bytes 17..21, over bytes 21..) is made to match.
+    let mut miscounted = good.to_vec();
+    miscounted[57..61].copy_from_slice(&5i32.to_be_bytes());
+    let crc = crc32c::crc32c(&miscounted[21..]);
+    miscounted[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(produce(miscounted), 87);
+    let mut damaged = good.to_vec();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xff;
+    assert_eq!(produce(damaged), 2);
+    assert_eq!(produce(good.to_vec()), 0);
+}
+
+/// OffsetFetch v0/v1 have no top-level error field: a coordinator error
+/// (here NOT_COORDINATOR, 16, before `__consumer_offsets` exists) goes on
+/// every requested partition, as Kafka does, instead of an empty answer
+/// that a client (kafka-python, v1) reads as "nothing committed".
+#[test]
+fn offset_fetch_v1_puts_coordinator_errors_on_every_partition() {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("early")))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partition_indexes(vec![0, 1])]));
+    let response: OffsetFetchResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::OffsetFetch,
+        1,
+        &request,
+        Duration::from_secs(10),
+    );
+    assert_eq!(response.topics.len(), 1);
+    let partitions = &response.topics[0].partitions;
+    assert_eq!(partitions.len(), 2);
+    for partition in partitions {
+        assert_eq!(partition.error_code, 16);
+        assert_eq!(partition.committed_offset, -1);
+    }
+}

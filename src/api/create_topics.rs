@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
 use crate::actors::controller::{CreateTopic, TopicError};
+use crate::actors::group_coordinator::{offsets_topic, CoordinatorConfig};
 use crate::cluster::TopicMetadata;
 
 pub async fn handle(
@@ -89,16 +90,22 @@ pub async fn auto_create_topic(
     ctx: &BrokerContext,
     name: &str,
 ) -> Result<TopicMetadata, TopicError> {
-    let outcome = ctx
-        .controller
-        .send(CreateTopic {
+    // Internal topics are only ever created with their own settings.
+    let request = if name == crate::group::OFFSETS_TOPIC {
+        offsets_topic(&CoordinatorConfig::from_broker(&ctx.config))
+    } else {
+        CreateTopic {
             name: name.to_string(),
             num_partitions: -1,
             replication_factor: -1,
             assignments: BTreeMap::new(),
             configs: Vec::new(),
             validate_only: false,
-        })
+        }
+    };
+    let outcome = ctx
+        .controller
+        .send(request)
         .await
         .unwrap_or(Err(TopicError::Stopped));
     match outcome {

@@ -47,7 +47,12 @@ pub async fn handle(
             .with_error_code(r.error_code)
             .with_generation_id(r.generation_id)
             .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
-            .with_protocol_name(r.protocol_name.map(StrBytes::from_string))
+            // Not nullable before v7: Kafka sends "" there.
+            .with_protocol_name(
+                r.protocol_name
+                    .map(StrBytes::from_string)
+                    .or_else(|| (version < 7).then(StrBytes::default)),
+            )
             .with_leader(StrBytes::from_string(r.leader))
             .with_skip_assignment(r.skip_assignment)
             .with_member_id(StrBytes::from_string(r.member_id))

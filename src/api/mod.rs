@@ -203,10 +203,16 @@ fn log_error_code(error: &LogError) -> i16 {
         LogError::InvalidBatch(BatchError::UnsupportedLegacyCompression { .. }) => {
             ResponseError::UnsupportedCompressionType.code()
         }
+        // Kafka's InvalidRecordException: well-formed entries whose
+        // records do not add up; damaged bytes stay CORRUPT_MESSAGE.
+        LogError::InvalidBatch(BatchError::Empty | BatchError::InvalidRecordCount { .. }) => {
+            ResponseError::InvalidRecord.code()
+        }
         LogError::InvalidBatch(_) => ResponseError::CorruptMessage.code(),
         LogError::NonMonotonicOffset { .. } => ResponseError::InvalidRequest.code(),
-        LogError::Io { .. } | LogError::Corrupt { .. } | LogError::Checkpoint { .. } => {
-            ResponseError::KafkaStorageError.code()
-        }
+        LogError::Io { .. }
+        | LogError::Corrupt { .. }
+        | LogError::Checkpoint { .. }
+        | LogError::DirInUse { .. } => ResponseError::KafkaStorageError.code(),
     }
 }

@@ -112,22 +112,29 @@ pub async fn handle(
         .topics
         .as_ref()
         .map(|topics| wanted(topics.iter().map(|t| (&t.name, &t.partition_indexes))));
-    match fetch(ctx, &request.group_id.0, partitions).await {
-        Err(code) => OffsetFetchResponse::default().with_error_code(code),
-        Ok(offsets) => OffsetFetchResponse::default().with_topics(build(
-            offsets,
-            |name, partitions| {
-                OffsetFetchResponseTopic::default()
-                    .with_name(name)
-                    .with_partitions(partitions)
-            },
-            |index, o| {
-                OffsetFetchResponsePartition::default()
-                    .with_partition_index(index)
-                    .with_committed_offset(o.offset)
-                    .with_committed_leader_epoch(o.leader_epoch)
-                    .with_metadata(Some(StrBytes::from_string(o.metadata)))
-            },
-        )),
-    }
+    let asked = partitions.clone().unwrap_or_default();
+    let (offsets, code) = match fetch(ctx, &request.group_id.0, partitions).await {
+        Ok(offsets) => (offsets, 0),
+        // v0 and v1 have no top-level error: Kafka puts the coordinator's
+        // error on every requested partition, so a client does not read
+        // "nothing committed" while the group loads.
+        Err(code) if version < 2 => (asked.into_iter().map(|tp| (tp, None)).collect(), code),
+        Err(code) => return OffsetFetchResponse::default().with_error_code(code),
+    };
+    OffsetFetchResponse::default().with_topics(build(
+        offsets,
+        |name, partitions| {
+            OffsetFetchResponseTopic::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        },
+        |index, o| {
+            OffsetFetchResponsePartition::default()
+                .with_partition_index(index)
+                .with_committed_offset(o.offset)
+                .with_committed_leader_epoch(o.leader_epoch)
+                .with_metadata(Some(StrBytes::from_string(o.metadata)))
+                .with_error_code(code)
+        },
+    ))
 }

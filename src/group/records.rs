@@ -128,8 +128,16 @@ pub fn decode_records(entries: &[u8]) -> Result<(Vec<GroupRecord>, Option<i64>),
         batch::decode_entries(entries).map_err(|e| RecordError::Batch(e.to_string()))?;
     let mut out = Vec::with_capacity(records.len());
     for record in records {
-        if let Some(decoded) = decode_record(record.key.as_deref(), record.value.as_deref())? {
-            out.push(decoded);
+        // A record that does not decode is skipped with a log line (as
+        // Kafka's loader does): one bad record must not keep every group of
+        // the partition from loading.
+        match decode_record(record.key.as_deref(), record.value.as_deref()) {
+            Ok(Some(decoded)) => out.push(decoded),
+            Ok(None) => {}
+            Err(e) => log::warn!(
+                "skipping an undecodable group record at offset {}: {e}",
+                record.offset
+            ),
         }
     }
     Ok((out, last_offset))
@@ -421,5 +429,48 @@ mod tests {
             let _ = decode_record(Some(&key[..cut]), None);
         }
         assert!(decode_record(None, None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod loading_tests {
+    use super::*;
+
+    /// A record that is not a group record (no key, here, as a client's
+    /// produce would have written before internal topics were protected) is
+    /// skipped; the records around it still load.
+    #[test]
+    fn undecodable_records_are_skipped() {
+        let commit = offset_record(
+            "g",
+            &TopicPartition::new("t", 0),
+            Some(&OffsetAndMetadata {
+                offset: 5,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 1,
+            }),
+        );
+        let records = vec![
+            NewRecord {
+                key: Some(commit.0.clone()),
+                value: commit.1.clone(),
+                headers: Vec::new(),
+            },
+            NewRecord {
+                key: None,
+                value: Some(Bytes::from_static(b"junk")),
+                headers: Vec::new(),
+            },
+            NewRecord {
+                key: Some(commit.0),
+                value: commit.1,
+                headers: Vec::new(),
+            },
+        ];
+        let batch = batch::encode_batch(&records, 1).unwrap();
+        let (decoded, last) = decode_records(&batch).unwrap();
+        assert_eq!(decoded.len(), 2);
+        assert_eq!(last, Some(2));
     }
 }

@@ -24,6 +24,8 @@ pub enum LogError {
     NonMonotonicOffset { offset: i64, expected: i64 },
     #[error(transparent)]
     InvalidBatch(#[from] BatchError),
+    #[error("log dir {path} is in use by another process (its .lock is held)")]
+    DirInUse { path: PathBuf },
     #[error("checkpoint {path} is malformed at line {line}: {reason}")]
     Checkpoint {
         path: PathBuf,

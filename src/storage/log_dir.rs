@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::checkpoint::{
     OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
@@ -25,6 +26,10 @@ const LOCK_FILE: &str = ".lock";
 pub struct LogDir {
     path: PathBuf,
     _lock: File,
+    /// One writer at a time for the checkpoint files and the marker: they
+    /// are written from timers and from shutdown, on different threads, and
+    /// share their temporary file names.
+    writing: Mutex<()>,
     pub clean_shutdown: bool,
     pub recovery_points: BTreeMap<TopicPartition, i64>,
     pub log_start_offsets: BTreeMap<TopicPartition, i64>,
@@ -42,13 +47,31 @@ impl LogDir {
         // SAFETY: flock on a descriptor we own; no memory is shared.
         let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if locked != 0 {
-            return Err(LogError::io(&lock_path, std::io::Error::last_os_error()));
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::WouldBlock {
+                return Err(LogError::DirInUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            return Err(LogError::io(&lock_path, error));
         }
         let marker = path.join(CLEAN_SHUTDOWN_FILE);
-        let clean_shutdown = marker.exists();
-        let recovery_points = OffsetCheckpointFile::new(path, RECOVERY_POINT_CHECKPOINT).read()?;
-        let log_start_offsets =
-            OffsetCheckpointFile::new(path, LOG_START_OFFSET_CHECKPOINT).read()?;
+        let mut clean_shutdown = marker.exists();
+        // Kafka's answer to a malformed checkpoint: log it and recover from
+        // scratch (recovery point 0; log start offsets from the segments).
+        let mut read_checkpoint = |name: &str| match OffsetCheckpointFile::new(path, name).read() {
+            Ok(offsets) => offsets,
+            Err(e) => {
+                log::warn!(
+                    "{e}; ignoring it: every partition in {} is recovered",
+                    path.display()
+                );
+                clean_shutdown = false;
+                BTreeMap::new()
+            }
+        };
+        let recovery_points = read_checkpoint(RECOVERY_POINT_CHECKPOINT);
+        let log_start_offsets = read_checkpoint(LOG_START_OFFSET_CHECKPOINT);
         if clean_shutdown {
             fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
             sync_dir(path)?;
@@ -72,6 +95,7 @@ impl LogDir {
         Ok(LogDir {
             path: path.to_path_buf(),
             _lock: lock,
+            writing: Mutex::new(()),
             clean_shutdown,
             recovery_points,
             log_start_offsets,
@@ -98,6 +122,7 @@ impl LogDir {
         recovery_points: &BTreeMap<TopicPartition, i64>,
         log_start_offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<(), LogError> {
+        let _one_writer = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         OffsetCheckpointFile::new(&self.path, RECOVERY_POINT_CHECKPOINT).write(recovery_points)?;
         OffsetCheckpointFile::new(&self.path, LOG_START_OFFSET_CHECKPOINT).write(log_start_offsets)
     }
@@ -105,6 +130,7 @@ impl LogDir {
     /// Leave the marker that lets the next start skip recovery. Call only
     /// after every log here was flushed and the checkpoints written.
     pub fn mark_clean_shutdown(&self) -> Result<(), LogError> {
+        let _one_writer = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let marker = self.path.join(CLEAN_SHUTDOWN_FILE);
         File::create(&marker)
             .and_then(|f| f.sync_all())
