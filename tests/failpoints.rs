@@ -498,3 +498,40 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
         "every acknowledged record is still there"
     );
 }
+
+/// An I/O error on an append (`shard.append` returns EIO once) takes that
+/// partition's log offline: KAFKA_STORAGE_ERROR for it, the other topic
+/// unaffected; the log actor's retry reopens the log (a full load with
+/// recovery) and the partition serves again without a restart, holding
+/// exactly the acknowledged records.
+#[test]
+fn an_eio_takes_one_partition_offline_until_its_log_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker =
+        BrokerProcess::start_with_env(dir.path(), &[], &[("FAILPOINTS", "shard.append=1*return")]);
+    let created = create_topics(&broker.bootstrap, &["eio", "fine"], 1);
+    assert!(created.iter().all(|r| r.is_ok()), "{created:?}");
+    assert_eq!(raw_produce(&broker.bootstrap, "eio", 0, 4), STORAGE_ERROR);
+    broker.wait_for_line("partition eio-0 is now offline", Duration::from_secs(5));
+    assert_eq!(raw_produce(&broker.bootstrap, "fine", 0, 4), 0);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        match raw_produce(&broker.bootstrap, "eio", 0, 4) {
+            0 => break,
+            STORAGE_ERROR => {
+                assert!(Instant::now() < deadline, "the partition never came back");
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            other => panic!("unexpected error {other}"),
+        }
+    }
+    broker.wait_for_line("partition eio-0 is back online", Duration::from_secs(1));
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "eio-check")
+        .create()
+        .unwrap();
+    let (low, high) = consumer
+        .fetch_watermarks("eio", 0, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!((low, high), (0, 4), "only the acknowledged append is there");
+}

@@ -1013,7 +1013,8 @@ fn rebalances_on_join_clean_leave_and_crash() {
 /// SIGKILLed and restarted on the same log dir, 1000 more are produced, and
 /// two new members again read exactly the new ones: the commits survived in
 /// `__consumer_offsets`. Members join within the initial rebalance delay
-/// (4 s: generous, as members start slowly on 2 loaded cores), so each phase is one rebalance before any record is read.
+/// (4 s: generous, as members start slowly on 2 loaded cores), so each
+/// phase is one rebalance before any record is read.
 #[test]
 fn committed_offsets_resume_after_members_and_broker_restart() {
     let dir = tempfile::tempdir().unwrap();
