@@ -35,6 +35,9 @@ use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError};
 use super::partition::{PartitionRuntime, StopPartition, UpdateConfig};
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 
+/// Logs created at once while a topic is created (see `become_leader`).
+const LOG_CREATION_CONCURRENCY: usize = 4;
+
 /// Why a topic operation failed; each maps to one Kafka error code.
 #[derive(Debug, thiserror::Error)]
 pub enum TopicError {
@@ -318,6 +321,7 @@ impl Shared {
     ) -> Result<TopicMetadata, TopicError> {
         let live = self.live_brokers();
         let mut partitions = BTreeMap::new();
+        let mut led = Vec::new();
         for (&index, replicas) in assignment {
             let tp = TopicPartition::new(name, index);
             let state_path = TopicPartitionStateZNode::path(&tp);
@@ -336,32 +340,57 @@ impl Shared {
                 }
             };
             if state.leader == self.broker_id && self.partitions.registry.get(&tp).is_none() {
-                let offsets = match self.log.send(GetLogOffsets { tp: tp.clone() }).await {
-                    Ok(Ok(offsets)) => offsets,
-                    Ok(Err(LogActorError::UnknownPartition(_))) => self
-                        .log
-                        .send(CreateLog {
-                            tp: tp.clone(),
-                            config: log_config.clone(),
-                        })
-                        .await
-                        .map_err(|_| TopicError::Stopped)??,
-                    Ok(Err(e)) => {
-                        log::error!("partition {tp} stays offline: {e}");
-                        partitions.insert(index, partition_metadata(&state, replicas));
-                        continue;
-                    }
-                    Err(_) => return Err(TopicError::Stopped),
-                };
-                self.partitions.start(&tp, offsets);
-                self.partitions
-                    .events
-                    .publish(BrokerEvent::LeadershipGained {
-                        tp: tp.clone(),
-                        leader_epoch: state.leader_epoch,
-                    });
+                led.push((tp, state.leader_epoch));
             }
             partitions.insert(index, partition_metadata(&state, replicas));
+        }
+        // Find or create the led partitions' logs a few at a time: faster
+        // than one after another, without filling the shards' queues so
+        // that other partitions' appends wait behind a big creation.
+        let logs = led.into_iter().map(|(tp, leader_epoch)| {
+            let log = self.log.clone();
+            let config = log_config.clone();
+            async move {
+                let offsets = match log.send(GetLogOffsets { tp: tp.clone() }).await {
+                    Ok(Ok(offsets)) => Ok(offsets),
+                    Ok(Err(LogActorError::UnknownPartition(_))) => log
+                        .send(CreateLog {
+                            tp: tp.clone(),
+                            config,
+                        })
+                        .await
+                        .map_err(|_| TopicError::Stopped)
+                        .and_then(|created| created.map_err(TopicError::from)),
+                    // A log that exists but cannot be read: the partition
+                    // stays offline, the topic is still served.
+                    Ok(Err(e)) => Err(TopicError::Log(LogActorError::PartitionOffline {
+                        tp: tp.clone(),
+                        reason: e.to_string(),
+                    })),
+                    Err(_) => Err(TopicError::Stopped),
+                };
+                (tp, leader_epoch, offsets)
+            }
+        });
+        use futures_util::StreamExt;
+        let found: Vec<_> = futures_util::stream::iter(logs)
+            .buffer_unordered(LOG_CREATION_CONCURRENCY)
+            .collect()
+            .await;
+        for (tp, leader_epoch, offsets) in found {
+            match offsets {
+                Ok(offsets) => {
+                    self.partitions.start(&tp, offsets);
+                    self.partitions
+                        .events
+                        .publish(BrokerEvent::LeadershipGained { tp, leader_epoch });
+                }
+                Err(TopicError::Stopped) => return Err(TopicError::Stopped),
+                Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. })) => {
+                    log::error!("partition {tp} stays offline: {e}");
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(TopicMetadata {
             name: name.to_string(),
