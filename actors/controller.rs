@@ -417,6 +417,7 @@ impl Shared {
             } else {
                 request.num_partitions
             };
+            self.check_partition_count(partitions)?;
             let replication_factor = if request.replication_factor == -1 {
                 self.config.default_replication_factor
             } else {
@@ -429,6 +430,7 @@ impl Shared {
                     "both replica assignments and partitions/replication factor were given".into(),
                 ));
             }
+            self.check_partition_count(request.assignments.len() as i32)?;
             validate_assignment(&request.assignments, &brokers, 0)?;
             request.assignments
         };
@@ -497,6 +499,18 @@ impl Shared {
             partitions: topic.partitions.len() as i32,
         });
         Ok(topic)
+    }
+
+    /// Refuse a partition count over `create.topic.max.partitions` before
+    /// anything is allocated for it.
+    fn check_partition_count(&self, count: i32) -> Result<(), TopicError> {
+        let max = self.config.create_topic_max_partitions;
+        if count > max {
+            return Err(TopicError::InvalidPartitions(format!(
+                "{count} partitions is more than create.topic.max.partitions ({max})"
+            )));
+        }
+        Ok(())
     }
 
     /// A new partition's first state: the live replicas in assignment order
@@ -605,6 +619,7 @@ impl Shared {
             return Err(TopicError::UnknownTopic(name));
         };
         let current = topic.partitions.len() as i32;
+        self.check_partition_count(request.count)?;
         if request.count <= current {
             return Err(TopicError::InvalidPartitions(format!(
                 "topic {name} has {current} partitions; the new count {} must be larger",

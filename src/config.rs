@@ -37,6 +37,7 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "max.connections",
     "message.max.bytes",
     "num.partitions",
+    "create.topic.max.partitions",
     "default.replication.factor",
     "auto.create.topics.enable",
     "delete.topic.enable",
@@ -224,6 +225,10 @@ pub struct BrokerConfig {
     pub max_connections: usize,
     pub message_max_bytes: u64,
     pub num_partitions: i32,
+    /// ferrolog's bound on one topic's partition count (CreateTopics,
+    /// CreatePartitions): larger asks get INVALID_PARTITIONS before
+    /// anything is allocated. Kafka has no such key.
+    pub create_topic_max_partitions: i32,
     pub default_replication_factor: i16,
     pub auto_create_topics_enable: bool,
     pub delete_topic_enable: bool,
@@ -286,6 +291,7 @@ impl Default for BrokerConfig {
             max_connections: 2_147_483_647,
             message_max_bytes: log.max_message_bytes,
             num_partitions: 1,
+            create_topic_max_partitions: 100_000,
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
@@ -551,6 +557,12 @@ impl BrokerConfig {
             max_connections: p.int("max.connections", Int, 0, d.max_connections)?,
             message_max_bytes: p.int("message.max.bytes", Int, 0, d.message_max_bytes)?,
             num_partitions: p.int("num.partitions", Int, 1, d.num_partitions)?,
+            create_topic_max_partitions: p.int(
+                "create.topic.max.partitions",
+                Int,
+                1,
+                d.create_topic_max_partitions,
+            )?,
             default_replication_factor: p.int(
                 "default.replication.factor",
                 Short,

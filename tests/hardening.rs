@@ -368,3 +368,44 @@ fn offset_fetch_v1_puts_coordinator_errors_on_every_partition() {
         assert_eq!(partition.committed_offset, -1);
     }
 }
+
+/// CreateTopics asking for 2^31-1 partitions (validate-only or not) is
+/// refused with INVALID_PARTITIONS (37) before anything is allocated for
+/// them; the broker's memory stays small and it keeps serving.
+#[test]
+fn absurd_partition_counts_are_refused_up_front() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    for validate_only in [true, false] {
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_validate_only(validate_only)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("huge")))
+                .with_num_partitions(i32::MAX)
+                .with_replication_factor(1)]);
+        let response: CreateTopicsResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::CreateTopics,
+            5,
+            &request,
+            Duration::from_secs(10),
+        );
+        assert_eq!(
+            response.topics[0].error_code, 37,
+            "validate_only={validate_only}"
+        );
+    }
+    let (peak_kib, _) = broker.memory_kib();
+    assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("normal", 3, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap()
+    .into_iter()
+    .for_each(|r| assert!(r.is_ok(), "{r:?}"));
+}
