@@ -409,3 +409,69 @@ fn absurd_partition_counts_are_refused_up_front() {
     .into_iter()
     .for_each(|r| assert!(r.is_ok(), "{r:?}"));
 }
+
+/// A fetch that finds less than `min_bytes` parks until data arrives: a
+/// Fetch with a 20 s `max_wait_ms` at the log end returns with the record
+/// produced 300 ms later, long before its wait is up; one that gets no data
+/// returns empty once its (short) wait is over.
+#[test]
+fn parked_fetches_wake_on_new_data_and_end_at_max_wait() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("parked", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let fetch = |max_wait_ms: i32| {
+        FetchRequest::default()
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("parked")))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)])])
+    };
+    let started = Instant::now();
+    let empty: FetchResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::Fetch,
+        4,
+        &fetch(500),
+        Duration::from_secs(30),
+    );
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    let records = empty.responses[0].partitions[0].records.clone();
+    assert!(records.is_none_or(|r| r.is_empty()));
+    let bootstrap = broker.bootstrap.clone();
+    let producer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let producer: BaseProducer = client_config(&bootstrap).create().unwrap();
+        producer
+            .send(BaseRecord::<(), str>::to("parked").payload("wake up"))
+            .unwrap();
+        producer.flush(Duration::from_secs(10)).unwrap();
+    });
+    let started = Instant::now();
+    let woken: FetchResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::Fetch,
+        4,
+        &fetch(20_000),
+        Duration::from_secs(30),
+    );
+    producer.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "woken by the data, not by the end of the wait"
+    );
+    let partition = &woken.responses[0].partitions[0];
+    assert_eq!(partition.high_watermark, 1);
+    assert!(partition.records.as_ref().is_some_and(|r| !r.is_empty()));
+}

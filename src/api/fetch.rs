@@ -3,7 +3,8 @@
 //! `partition_max_bytes`, always returning the whole batch holding the fetch
 //! offset of the first partition with data. When fewer than `min_bytes` are
 //! ready the fetch parks on the partitions' high-watermark feeds until data
-//! arrives or `max_wait_ms` passes (long poll).
+//! arrives or `max_wait_ms` passes (long poll); it is woken by the feeds
+//! only, never by a timer.
 //!
 //! Record bytes are never copied: each partition's `records` is a
 //! placeholder the encoder splices a file region into (`protocol::splice`).
@@ -63,7 +64,16 @@ pub async fn handle(
             });
         }
     }
+    let mut feeds: Vec<_> = wanted
+        .iter()
+        .filter_map(|w| w.handle.as_ref().map(|h| h.high_watermark.clone()))
+        .collect();
     loop {
+        // Subscribe before reading: a high watermark that moves after this
+        // point wakes the wait below, so it never needs to poll.
+        for feed in &mut feeds {
+            feed.mark_unchanged();
+        }
         let (partitions, regions, bytes) = read_all(&wanted, response_max_bytes).await;
         let has_error = partitions.iter().any(|p| p.error_code != 0);
         if bytes >= min_bytes || has_error || Instant::now() >= deadline {
@@ -77,22 +87,19 @@ pub async fn handle(
             let response = FetchResponse::default().with_responses(responses);
             return (response, regions);
         }
-        let mut feeds: Vec<_> = wanted
-            .iter()
-            .filter_map(|w| w.handle.as_ref().map(|h| h.high_watermark.clone()))
-            .collect();
         if feeds.is_empty() {
             tokio::time::sleep_until(deadline).await;
             continue;
         }
-        for feed in &mut feeds {
-            feed.mark_unchanged();
-        }
         let changed = select_all(feeds.iter_mut().map(|f| Box::pin(f.changed())));
-        // Data may have landed between the read and the subscription, so
-        // never sleep longer than a short slice without re-reading.
-        let slice = deadline.min(Instant::now() + Duration::from_millis(50));
-        let _ = tokio::time::timeout_at(slice, changed).await;
+        let gone = match tokio::time::timeout_at(deadline, changed).await {
+            Ok((Err(_), index, _)) => Some(index),
+            _ => None,
+        };
+        if let Some(index) = gone {
+            // That partition is gone (deleted): stop waiting on its feed.
+            feeds.remove(index);
+        }
     }
 }
 
