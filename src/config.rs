@@ -63,6 +63,7 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "num.recovery.threads.per.data.dir",
     "num.replica.fetchers",
     "replica.fetch.max.bytes",
+    "fetch.max.bytes",
     "replica.fetch.wait.max.ms",
     "replica.lag.time.max.ms",
     "replica.high.watermark.checkpoint.interval.ms",
@@ -255,6 +256,9 @@ pub struct BrokerConfig {
     pub num_recovery_threads_per_data_dir: usize,
     pub num_replica_fetchers: usize,
     pub replica_fetch_max_bytes: u64,
+    /// The most a consumer Fetch response carries (all partitions), whatever
+    /// the request asks; only a first batch larger than it gets out whole.
+    pub fetch_max_bytes: u64,
     pub replica_fetch_wait_max_ms: u64,
     pub replica_lag_time_max_ms: u64,
     pub replica_high_watermark_checkpoint_interval_ms: u64,
@@ -314,6 +318,7 @@ impl Default for BrokerConfig {
             num_recovery_threads_per_data_dir: 1,
             num_replica_fetchers: 1,
             replica_fetch_max_bytes: 1024 * 1024,
+            fetch_max_bytes: 55 * 1024 * 1024,
             replica_fetch_wait_max_ms: 500,
             replica_lag_time_max_ms: 30_000,
             replica_high_watermark_checkpoint_interval_ms: 5_000,
@@ -650,6 +655,7 @@ impl BrokerConfig {
                 0,
                 d.replica_fetch_max_bytes,
             )?,
+            fetch_max_bytes: p.int("fetch.max.bytes", Int, 1024, d.fetch_max_bytes)?,
             replica_fetch_wait_max_ms: p.int(
                 "replica.fetch.wait.max.ms",
                 Int,

@@ -475,3 +475,59 @@ fn parked_fetches_wake_on_new_data_and_end_at_max_wait() {
     assert_eq!(partition.high_watermark, 1);
     assert!(partition.records.as_ref().is_some_and(|r| !r.is_empty()));
 }
+
+/// The response-wide `max_bytes` holds across partitions: a librdkafka
+/// consumer with `fetch.max.bytes` 1,000,000 and `max.partition.fetch.bytes`
+/// 20,000,000 (and a 2 MB receive limit) reads 3 partitions of 900 KiB
+/// records. Kafka fills partitions in order up to `max_bytes`, letting only
+/// the first batch exceed it; before, one response carried ~19 MB and the
+/// client dropped the connection ("Invalid response size").
+#[test]
+fn fetch_max_bytes_holds_across_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("wide", 3, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
+    let value = vec![b'w'; 900 * 1024];
+    for i in 0..30 {
+        producer
+            .send(
+                BaseRecord::<(), [u8]>::to("wide")
+                    .payload(&value[..])
+                    .partition(i % 3),
+            )
+            .unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "wide-reader")
+        .set("fetch.max.bytes", "1000000")
+        .set("max.partition.fetch.bytes", "20000000")
+        .set("receive.message.max.bytes", "2000000")
+        .create()
+        .unwrap();
+    let mut list = rdkafka::TopicPartitionList::new();
+    for p in 0..3 {
+        list.add_partition_offset("wide", p, rdkafka::Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&list).unwrap();
+    let mut received = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while received < 30 && Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                assert_eq!(m.payload().map(|p| p.len()), Some(900 * 1024));
+                received += 1;
+            }
+            Some(Err(e)) => panic!("the consumer failed: {e}"),
+            None => {}
+        }
+    }
+    assert_eq!(received, 30);
+}

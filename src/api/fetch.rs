@@ -43,11 +43,13 @@ pub async fn handle(
     let max_wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64);
     let deadline = Instant::now() + max_wait;
     let min_bytes = request.min_bytes.max(0) as u64;
-    // v0-2 have no response limit.
+    // Kafka's `min(request max_bytes, fetch.max.bytes)`; v0-2 have no
+    // response limit of their own, so the broker's bounds them too.
+    let broker_max_bytes = ctx.config.fetch_max_bytes.max(1);
     let response_max_bytes = if version >= 3 {
-        request.max_bytes.max(0) as u64
+        (request.max_bytes.max(0) as u64).min(broker_max_bytes)
     } else {
-        u64::MAX
+        broker_max_bytes
     };
     let mut wanted = Vec::new();
     let mut topic_names = Vec::new();
@@ -117,7 +119,9 @@ async fn read_all(
             .addr
             .send(ReadRecords {
                 offset: w.offset,
-                max_bytes: w.max_bytes,
+                // No partition may bring more than the whole response may
+                // carry (its first batch still comes whole).
+                max_bytes: w.max_bytes.min(response_max_bytes),
             })
             .await
         {
