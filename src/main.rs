@@ -39,6 +39,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    raise_open_file_limit();
     let system = actix_rt::System::new();
     let outcome = system.block_on(async move {
         // Before starting: a SIGTERM during start-up must still shut down cleanly.
@@ -56,6 +57,38 @@ fn main() -> ExitCode {
         Err(e) => {
             log::error!("{e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every segment holds open files (log, offset index, time index), so a
+/// broker with many partitions needs many descriptors: raise the soft
+/// RLIMIT_NOFILE to the hard limit, as a Kafka operator's `ulimit -n` would.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls on a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        if limit.rlim_cur >= limit.rlim_max {
+            return;
+        }
+        let before = limit.rlim_cur;
+        limit.rlim_cur = limit.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+            log::info!(
+                "open file limit raised from {before} to {} (the hard limit)",
+                limit.rlim_max
+            );
+        } else {
+            log::warn!(
+                "cannot raise the open file limit above {before}: {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
 }

@@ -531,3 +531,70 @@ fn fetch_max_bytes_holds_across_partitions() {
     }
     assert_eq!(received, 30);
 }
+
+/// A start-up failure is one clear line and a non-zero exit, no panic:
+/// with the listener's port taken, the broker says so once and exits 1
+/// (before, a supervised actor restarted during teardown and panicked with
+/// "there is no reactor running").
+#[test]
+fn a_taken_port_is_one_clear_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties"),
+        ])
+        .args(["--override", &format!("log.dirs={}", dir.path().display())])
+        .args([
+            "--override",
+            &format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!said.contains("panic"), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(errors[0].contains("Address already in use"), "{said}");
+}
+
+/// Segments hold three open files each: a broker started with a soft
+/// open-file limit of 1024 raises it to the hard limit at start, so a
+/// 600-partition topic (1,800 files) is created and served. Before, every
+/// creation past the limit failed with "Too many open files".
+#[test]
+fn the_open_file_limit_is_raised_at_start() {
+    let hard = {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: a plain syscall on a struct we own.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+        limit.rlim_max
+    };
+    assert!(
+        hard >= 4096,
+        "this test needs a hard open-file limit of at least 4096 (it is {hard})"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_nofile(dir.path(), &[], 1024);
+    assert_eq!(broker.count_lines("open file limit raised from 1024"), 1);
+    let created = block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("many", 600, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(120)),
+    ))
+    .unwrap();
+    assert_eq!(created, vec![Ok("many".to_string())]);
+    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
+    for p in [0, 299, 599] {
+        producer
+            .send(BaseRecord::<(), str>::to("many").payload("x").partition(p))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    assert_eq!(broker.count_lines("Too many open files"), 0);
+}

@@ -35,10 +35,22 @@ impl BrokerProcess {
         env: &[(&str, &str)],
     ) -> BrokerProcess {
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        Self::start_owned(log_dir, overrides, env)
+        Self::start_owned(log_dir, overrides, env, None)
     }
 
-    fn start_owned(log_dir: &Path, overrides: Vec<String>, env: &[(&str, &str)]) -> BrokerProcess {
+    /// `start` with the soft open-file limit (RLIMIT_NOFILE) set to `soft`,
+    /// as a shell's `ulimit -Sn` would.
+    pub fn start_with_nofile(log_dir: &Path, overrides: &[&str], soft: u64) -> BrokerProcess {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Self::start_owned(log_dir, overrides, &[], Some(soft))
+    }
+
+    fn start_owned(
+        log_dir: &Path,
+        overrides: Vec<String>,
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> BrokerProcess {
         let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties");
         let mut command = Command::new(env!("CARGO_BIN_EXE_ferrolog"));
         command
@@ -49,6 +61,22 @@ impl BrokerProcess {
             command.args(["--override", o]);
         }
         command.envs(env.iter().copied());
+        if let Some(soft) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let mut limit = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                    limit.rlim_cur = soft.min(limit.rlim_max);
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+                    Ok(())
+                });
+            }
+        }
         let mut child = command
             .env(
                 "RUST_LOG",
