@@ -598,3 +598,66 @@ fn the_open_file_limit_is_raised_at_start() {
     producer.flush(Duration::from_secs(30)).unwrap();
     assert_eq!(broker.count_lines("Too many open files"), 0);
 }
+
+/// Static members (`group.instance.id`) that stop heartbeating without
+/// leaving (librdkafka closes a static member without LeaveGroup) are
+/// removed when their `session.timeout.ms` expires, and a group left
+/// without members is Empty, so DeleteGroups succeeds: three groups of one
+/// static member each, `session.timeout.ms=5000`, consumers closed, then
+/// every group deletes within 15 s.
+#[test]
+fn expired_static_members_leave_their_groups_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "group.initial.rebalance.delay.ms=0",
+            "group.min.session.timeout.ms=1000",
+        ],
+    );
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("statics", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let groups = ["static-a", "static-b", "static-c"];
+    for group in groups {
+        let consumer: BaseConsumer = client_config(&broker.bootstrap)
+            .set("group.id", group)
+            .set("group.instance.id", format!("{group}-instance"))
+            .set("session.timeout.ms", "5000")
+            .set("heartbeat.interval.ms", "500")
+            .create()
+            .unwrap();
+        consumer.subscribe(&["statics"]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while consumer.assignment().map(|a| a.count()).unwrap_or(0) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{group} never got its assignment"
+            );
+            consumer.poll(Duration::from_millis(100));
+        }
+        drop(consumer);
+    }
+    let admin_client = admin(&broker.bootstrap);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut waiting: Vec<&str> = groups.to_vec();
+    while !waiting.is_empty() {
+        let results =
+            block_on(admin_client.delete_groups(&waiting, &admin_options(Duration::from_secs(10))))
+                .unwrap();
+        for result in &results {
+            match result {
+                Ok(group) => waiting.retain(|g| g != group),
+                Err((_, rdkafka::types::RDKafkaErrorCode::NonEmptyGroup)) => {}
+                Err(other) => panic!("unexpected DeleteGroups answer {other:?}"),
+            }
+        }
+        assert!(
+            waiting.is_empty() || Instant::now() < deadline,
+            "groups still not deletable after their members' session timeout: {results:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
