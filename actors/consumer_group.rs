@@ -289,7 +289,11 @@ impl ConsumerGroup {
         // after it became Empty; a group that never had members (standalone
         // commits) expires each offset that long after its commit.
         let now = self.now();
-        if self.group.state() != GroupState::Empty || self.offsets.is_empty() {
+        if self.group.state() != GroupState::Empty {
+            return;
+        }
+        if self.offsets.is_empty() {
+            self.remove_if_unused(ctx);
             return;
         }
         // A group that never changed state has no timestamp; with -1 as
@@ -315,11 +319,34 @@ impl ConsumerGroup {
             expired.len()
         );
         let append = self.append(records, now);
-        ctx.wait(append.into_actor(self).map(move |result, actor, _| {
+        ctx.wait(append.into_actor(self).map(move |result, actor, ctx| {
             if result.is_ok() {
                 for tp in expired {
                     actor.offsets.remove(&tp);
                 }
+                actor.remove_if_unused(ctx);
+            }
+        }));
+    }
+
+    /// Kafka's `cleanupGroupMetadata`: an Empty group with no committed
+    /// offsets left is written off (a group tombstone), becomes Dead and
+    /// its actor stops, so idle groups do not pile up.
+    fn remove_if_unused(&mut self, ctx: &mut Context<Self>) {
+        let unused = self.group.state() == GroupState::Empty
+            && self.offsets.is_empty()
+            && self.pending_joins.is_empty()
+            && self.pending_syncs.is_empty();
+        if !unused {
+            return;
+        }
+        let group_id = self.group.group_id().to_string();
+        let append = self.append(vec![group_record(&group_id, None)], self.now());
+        ctx.wait(append.into_actor(self).map(move |result, actor, ctx| {
+            if result.is_ok() && actor.group.delete().is_ok() {
+                log::info!("group {group_id} is empty with no offsets left: removed");
+                actor.link.stop();
+                ctx.stop();
             }
         }));
     }

@@ -661,3 +661,87 @@ fn expired_static_members_leave_their_groups_empty() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Groups die (Kafka's `cleanupGroupMetadata`): a group whose members left
+/// and whose committed offsets were all deleted is removed at the next
+/// offsets check: it disappears from ListGroups and its actor stops.
+#[test]
+fn empty_groups_without_offsets_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "offsets.retention.check.interval.ms=300",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+    );
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("short-lived", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "ephemeral")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    consumer.subscribe(&["short-lived"]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while consumer.assignment().map(|a| a.count()).unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "never assigned");
+        consumer.poll(Duration::from_millis(100));
+    }
+    let mut list = rdkafka::TopicPartitionList::new();
+    list.add_partition_offset("short-lived", 0, rdkafka::Offset::Offset(1))
+        .unwrap();
+    consumer
+        .commit(&list, rdkafka::consumer::CommitMode::Sync)
+        .unwrap();
+    drop(consumer);
+    let listed = |consumer: &BaseConsumer| -> bool {
+        consumer
+            .fetch_group_list(Some("ephemeral"), Duration::from_secs(10))
+            .map(|groups| groups.groups().iter().any(|g| g.name() == "ephemeral"))
+            .unwrap_or(false)
+    };
+    let observer: BaseConsumer = client_config(&broker.bootstrap).create().unwrap();
+    // With its offset it stays (Empty groups keep their offsets).
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        listed(&observer),
+        "the group went away while it still had an offset"
+    );
+    {
+        use kafka_protocol::messages::offset_delete_request::{
+            OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+        };
+        use kafka_protocol::messages::{
+            ApiKey, GroupId, OffsetDeleteRequest, OffsetDeleteResponse, TopicName,
+        };
+        use kafka_protocol::protocol::StrBytes;
+        let request = OffsetDeleteRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("ephemeral")))
+            .with_topics(vec![OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("short-lived")))
+                .with_partitions(vec![
+                    OffsetDeleteRequestPartition::default().with_partition_index(0)
+                ])]);
+        let response: OffsetDeleteResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::OffsetDelete,
+            0,
+            &request,
+            Duration::from_secs(10),
+        );
+        assert_eq!(response.error_code, 0);
+        assert_eq!(response.topics[0].partitions[0].error_code, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while listed(&observer) {
+        assert!(
+            Instant::now() < deadline,
+            "the empty group was never removed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
