@@ -745,3 +745,31 @@ fn empty_groups_without_offsets_are_removed() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// DescribeConfigs reports a topic's real `min.insync.replicas`: the
+/// broker's value when the topic has no override (it was hard-coded "1").
+#[test]
+fn describe_configs_reports_the_real_min_insync_replicas() {
+    use rdkafka::admin::{OwnedResourceSpecifier, ResourceSpecifier};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["min.insync.replicas=2"]);
+    let admin_client = admin(&broker.bootstrap);
+    let options = admin_options(Duration::from_secs(30));
+    block_on(admin_client.create_topics(
+        [&NewTopic::new("isr", 1, TopicReplication::Fixed(1))],
+        &options,
+    ))
+    .unwrap();
+    let described =
+        block_on(admin_client.describe_configs([&ResourceSpecifier::Topic("isr")], &options))
+            .unwrap();
+    let resource = described[0].as_ref().expect("described");
+    assert_eq!(
+        resource.specifier,
+        OwnedResourceSpecifier::Topic("isr".to_string())
+    );
+    let entry = resource
+        .get("min.insync.replicas")
+        .expect("min.insync.replicas is listed");
+    assert_eq!(entry.value.as_deref(), Some("2"));
+}

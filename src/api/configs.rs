@@ -20,6 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::BrokerContext;
 use crate::actors::controller::{AlterTopicConfigs, TopicError};
 use crate::cluster::TopicMetadata;
+use crate::config::BrokerConfig;
 use crate::config::TOPIC_CONFIG_KEYS;
 use crate::storage::{LogConfig, TimestampType};
 
@@ -39,7 +40,7 @@ pub struct ConfigEntry {
 }
 
 /// Every topic config with its effective value and where it comes from.
-pub fn topic_config_entries(topic: &TopicMetadata) -> Vec<ConfigEntry> {
+pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec<ConfigEntry> {
     TOPIC_CONFIG_KEYS
         .iter()
         .map(|&key| match topic.configs.get(key) {
@@ -50,14 +51,14 @@ pub fn topic_config_entries(topic: &TopicMetadata) -> Vec<ConfigEntry> {
             },
             None => ConfigEntry {
                 name: key.to_string(),
-                value: effective_value(key, &topic.log_config),
+                value: effective_value(key, &topic.log_config, broker),
                 source: SOURCE_DEFAULT,
             },
         })
         .collect()
 }
 
-fn effective_value(key: &str, config: &LogConfig) -> String {
+fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> String {
     match key {
         "retention.ms" => config.retention_ms.to_string(),
         "retention.bytes" => config.retention_bytes.to_string(),
@@ -73,7 +74,8 @@ fn effective_value(key: &str, config: &LogConfig) -> String {
         "flush.messages" => config.flush_messages.to_string(),
         "flush.ms" => config.flush_ms.to_string(),
         "cleanup.policy" => "delete".to_string(),
-        "min.insync.replicas" => "1".to_string(),
+        // Not a log setting: the broker's `min.insync.replicas`.
+        "min.insync.replicas" => broker.min_insync_replicas.to_string(),
         _ => String::new(),
     }
 }
@@ -150,7 +152,7 @@ pub fn describe(
                 .with_resource_name(resource.resource_name.clone());
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match ctx.metadata.topic(&name) {
-                    Some(topic) => topic_config_entries(&topic),
+                    Some(topic) => topic_config_entries(&topic, &ctx.config),
                     None => {
                         return result
                             .with_error_code(ResponseError::UnknownTopicOrPartition.code())

@@ -69,7 +69,7 @@ pub async fn handle(
                             .map_or(0, |p| p.replicas.len()) as i16,
                     );
                 if version >= 5 {
-                    result = result.with_configs(Some(described_configs(&created)));
+                    result = result.with_configs(Some(described_configs(&created, &ctx.config)));
                 }
             }
             Err(e) => {
@@ -117,8 +117,11 @@ pub async fn auto_create_topic(
     }
 }
 
-fn described_configs(topic: &TopicMetadata) -> Vec<CreatableTopicConfigs> {
-    super::configs::topic_config_entries(topic)
+fn described_configs(
+    topic: &TopicMetadata,
+    broker: &crate::config::BrokerConfig,
+) -> Vec<CreatableTopicConfigs> {
+    super::configs::topic_config_entries(topic, broker)
         .into_iter()
         .map(|entry| {
             CreatableTopicConfigs::default()
