@@ -137,6 +137,10 @@ async fn write_responses(
         let frame = match response.await {
             Ok(Ok(Some(frame))) => frame,
             Ok(Ok(None)) => continue,
+            Ok(Err(e @ ProtocolError::FailedWithoutResponse(_))) => {
+                log::info!("closing connection from {peer}: {e}");
+                return;
+            }
             Ok(Err(e)) => {
                 log::error!("closing connection from {peer}: {e}");
                 return;

@@ -773,3 +773,80 @@ fn describe_configs_reports_the_real_min_insync_replicas() {
         .expect("min.insync.replicas is listed");
     assert_eq!(entry.value.as_deref(), Some("2"));
 }
+
+/// acks=0 has no response to carry an error: as Kafka does, a failed
+/// acks=0 produce closes the connection (the client notices and refreshes
+/// its metadata); a successful one leaves it open.
+#[test]
+fn a_failed_acks_zero_produce_closes_the_connection() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsRequest, ProduceRequest, RequestHeader, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["auto.create.topics.enable=false"]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("exists", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let produce = |topic: &str| {
+        let request = ProduceRequest::default()
+            .with_acks(0)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(ferrolog::storage::testing::batch_v2(
+                        2,
+                        10,
+                        kafka_protocol::records::Compression::None,
+                    )))])]);
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::Produce as i16)
+            .with_request_api_version(7)
+            .with_correlation_id(1);
+        ferrolog::protocol::encode_request(&header, ApiKey::Produce, &request).unwrap()
+    };
+    let api_versions = {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::ApiVersions as i16)
+            .with_request_api_version(0)
+            .with_correlation_id(2);
+        ferrolog::protocol::encode_request(
+            &header,
+            ApiKey::ApiVersions,
+            &ApiVersionsRequest::default(),
+        )
+        .unwrap()
+    };
+    // Success: no response to the produce, and the connection still serves.
+    let mut stream = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&produce("exists")).unwrap();
+    stream.write_all(&api_versions).unwrap();
+    let mut prefix = [0u8; 4];
+    stream
+        .read_exact(&mut prefix)
+        .expect("the ApiVersions answer");
+    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).unwrap();
+    assert_eq!(i32::from_be_bytes([body[0], body[1], body[2], body[3]]), 2);
+    // Failure (unknown topic, no auto-creation): the broker closes it.
+    let mut stream = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&produce("missing")).unwrap();
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the connection stayed open: {other:?}"),
+    }
+}

@@ -126,8 +126,11 @@ pub async fn handle(
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
         Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
         Request::Produce(r) => match produce::handle(ctx, *r, version, produce_turn).await {
-            Some(response) => reply!(response),
-            None => Ok(None),
+            produce::ProduceOutcome::Respond(response) => reply!(response),
+            produce::ProduceOutcome::NoResponse => Ok(None),
+            produce::ProduceOutcome::CloseConnection(reason) => {
+                Err(ProtocolError::FailedWithoutResponse(reason))
+            }
         },
         Request::Fetch(r) => {
             let (response, regions) = fetch::handle(ctx, *r, version).await;

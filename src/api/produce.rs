@@ -106,13 +106,13 @@ impl Drop for ProduceTurn {
 
 type PartitionAppend = Pin<Box<dyn Future<Output = PartitionProduceResponse>>>;
 
-/// None when acks=0: the client expects no response.
+/// acks=0 gets no response (or, when it failed, a closed connection).
 pub async fn handle(
     ctx: &BrokerContext,
     request: ProduceRequest,
     version: i16,
     mut turn: Option<ProduceTurn>,
-) -> Option<ProduceResponse> {
+) -> ProduceOutcome {
     if let Some(turn) = &turn {
         turn.wait().await;
     }
@@ -194,10 +194,29 @@ pub async fn handle(
         );
     }
     if acks == 0 {
-        return None;
+        let failed = responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(move |p| (&t.name, p)))
+            .find(|(_, p)| p.error_code != 0);
+        return match failed {
+            Some((topic, p)) => ProduceOutcome::CloseConnection(format!(
+                "an acks=0 produce to {}-{} failed with error {}",
+                topic.0, p.index, p.error_code
+            )),
+            None => ProduceOutcome::NoResponse,
+        };
     }
     let _ = version;
-    Some(ProduceResponse::default().with_responses(responses))
+    ProduceOutcome::Respond(ProduceResponse::default().with_responses(responses))
+}
+
+/// What a produce request gets back.
+pub enum ProduceOutcome {
+    Respond(ProduceResponse),
+    /// acks=0, every partition appended: no response at all.
+    NoResponse,
+    /// acks=0 and a partition failed: Kafka closes the connection.
+    CloseConnection(String),
 }
 
 /// acks=all needs at least `min.insync.replicas` in the ISR (topic config,

@@ -40,6 +40,11 @@ pub enum ProtocolError {
     },
     #[error("cannot encode the response: {0}")]
     Encode(String),
+    /// A request that failed where the protocol has no way to say so (a
+    /// produce with acks=0): Kafka closes the connection, so the client
+    /// notices and refreshes its metadata.
+    #[error("{0}")]
+    FailedWithoutResponse(String),
 }
 
 /// Declares every implemented API once: its request type, the version range
