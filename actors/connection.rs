@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::api::produce::ProduceOrder;
-use crate::api::{self, BrokerContext};
+use crate::api::{self, BrokerContext, RequestOrigin};
 use crate::net::{read_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, ResponseFrame};
 use kafka_protocol::messages::ApiKey;
@@ -107,8 +107,12 @@ async fn read_requests(
             Ok(request) => {
                 let broker = broker.clone();
                 // Tickets are taken in read order: appends follow it.
-                let turn = matches!(request.api, ApiKey::Produce).then(|| produce_order.ticket());
-                actix_rt::spawn(async move { api::handle(&broker, request, turn).await })
+                let origin = RequestOrigin {
+                    peer,
+                    produce_turn: matches!(request.api, ApiKey::Produce)
+                        .then(|| produce_order.ticket()),
+                };
+                actix_rt::spawn(async move { api::handle(&broker, request, origin).await })
             }
             Err(ProtocolError::UnsupportedVersion {
                 api: kafka_protocol::messages::ApiKey::ApiVersions,

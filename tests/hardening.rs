@@ -850,3 +850,80 @@ fn a_failed_acks_zero_produce_closes_the_connection() {
         other => panic!("the connection stayed open: {other:?}"),
     }
 }
+
+/// DescribeGroups shows each member's real address as `client_host`
+/// (Kafka's "/<ip>"): a member that joins from 127.0.0.2 is "/127.0.0.2"
+/// (it was always "/127.0.0.1").
+#[test]
+fn describe_groups_shows_the_members_real_address() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::{
+        ApiKey, DescribeGroupsRequest, DescribeGroupsResponse, GroupId, JoinGroupRequest,
+        JoinGroupResponse, RequestHeader, ResponseHeader,
+    };
+    use kafka_protocol::protocol::{Decodable, StrBytes};
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["group.initial.rebalance.delay.ms=0"]);
+    // Creates and loads the offsets topic.
+    let _ = client_config(&broker.bootstrap)
+        .set("group.id", "addressed")
+        .create::<BaseConsumer>()
+        .unwrap()
+        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    let bootstrap: std::net::SocketAddr = broker.bootstrap.parse().unwrap();
+    let mut stream = block_on(async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        socket.connect(bootstrap).await.unwrap().into_std().unwrap()
+    });
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("addressed")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::new())]);
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::JoinGroup as i16)
+        .with_request_api_version(3)
+        .with_correlation_id(1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        stream
+            .write_all(
+                &ferrolog::protocol::encode_request(&header, ApiKey::JoinGroup, &join).unwrap(),
+            )
+            .unwrap();
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix).unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut body).unwrap();
+        let mut buf = bytes::Bytes::from(body);
+        ResponseHeader::decode(&mut buf, ApiKey::JoinGroup.response_header_version(3)).unwrap();
+        let response = JoinGroupResponse::decode(&mut buf, 3).unwrap();
+        // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
+        if response.error_code == 14 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        assert_eq!(response.error_code, 0);
+        break;
+    }
+    let described: DescribeGroupsResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::DescribeGroups,
+        0,
+        &DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId(StrBytes::from_static_str("addressed"))]),
+        Duration::from_secs(10),
+    );
+    let members = &described.groups[0].members;
+    assert_eq!(members.len(), 1);
+    assert_eq!(members[0].client_host.to_string(), "/127.0.0.2");
+}

@@ -14,12 +14,14 @@ pub async fn handle(
     request: JoinGroupRequest,
     version: i16,
     client_id: &str,
+    peer: std::net::SocketAddr,
 ) -> JoinGroupResponse {
     let join = JoinRequest {
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         client_id: client_id.to_string(),
-        client_host: "/127.0.0.1".to_string(),
+        // Kafka shows the member's address as `InetAddress.toString()`.
+        client_host: format!("/{}", peer.ip()),
         session_timeout_ms: request.session_timeout_ms,
         // v0 has no rebalance timeout: Kafka uses the session timeout.
         rebalance_timeout_ms: if version >= 1 {

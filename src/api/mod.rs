@@ -97,10 +97,18 @@ where
 
 /// Answer one request. `Ok(None)` means no response is due (produce with
 /// acks=0).
+/// Where a request came from, as its handler may need it.
+pub struct RequestOrigin {
+    /// The client's address (DescribeGroups shows it as `client_host`).
+    pub peer: std::net::SocketAddr,
+    /// A produce request's place in its connection's line.
+    pub produce_turn: Option<produce::ProduceTurn>,
+}
+
 pub async fn handle(
     ctx: &Arc<BrokerContext>,
     frame: RequestFrame,
-    produce_turn: Option<produce::ProduceTurn>,
+    origin: RequestOrigin,
 ) -> Result<Option<ResponseFrame>, ProtocolError> {
     let api = frame.api;
     let version = frame.version();
@@ -125,7 +133,7 @@ pub async fn handle(
     match frame.body {
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
         Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
-        Request::Produce(r) => match produce::handle(ctx, *r, version, produce_turn).await {
+        Request::Produce(r) => match produce::handle(ctx, *r, version, origin.produce_turn).await {
             produce::ProduceOutcome::Respond(response) => reply!(response),
             produce::ProduceOutcome::NoResponse => Ok(None),
             produce::ProduceOutcome::CloseConnection(reason) => {
@@ -145,7 +153,9 @@ pub async fn handle(
         Request::IncrementalAlterConfigs(r) => reply!(configs::incremental_alter(ctx, *r).await),
         Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, *r).await),
         Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, *r, version).await),
-        Request::JoinGroup(r) => reply!(join_group::handle(ctx, *r, version, &client_id).await),
+        Request::JoinGroup(r) => {
+            reply!(join_group::handle(ctx, *r, version, &client_id, origin.peer).await)
+        }
         Request::SyncGroup(r) => reply!(sync_group::handle(ctx, *r).await),
         Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, *r).await),
         Request::LeaveGroup(r) => reply!(leave_group::handle(ctx, *r, version).await),
