@@ -1,7 +1,8 @@
 //! A connection actor: one per client socket. It reads request frames,
 //! starts each request's handler at once (pipelining), and writes the
 //! responses strictly in request order; produce requests also enqueue their
-//! appends in request order (`ProduceOrder`). At most `MAX_IN_FLIGHT` requests per
+//! appends in request order (`ProduceOrder`). A client that stops reading
+//! its responses is disconnected after `connections.max.idle.ms`. At most `MAX_IN_FLIGHT` requests per
 //! connection are outstanding; past that it stops reading (backpressure).
 //!
 //! A frame it cannot parse closes the connection with a log line; it never
@@ -66,7 +67,7 @@ impl Actor for Connection {
         let max_frame = broker.config.socket_request_max_bytes as usize;
         let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
         let reader = read_requests(read_half, queue, broker, peer, max_frame, idle);
-        let writer = write_responses(write_half, pending, peer);
+        let writer = write_responses(write_half, pending, peer, idle);
         let both = async move {
             // The writer ends when the reader drops the queue and every
             // response is out, or on a write error.
@@ -136,6 +137,7 @@ async fn write_responses(
     mut writer: tokio::net::tcp::OwnedWriteHalf,
     mut pending: mpsc::Receiver<PendingResponse>,
     peer: SocketAddr,
+    stall_limit: Duration,
 ) {
     while let Some(response) = pending.recv().await {
         let frame = match response.await {
@@ -154,9 +156,22 @@ async fn write_responses(
                 return;
             }
         };
-        if let Err(e) = write_frame(&mut writer, &frame).await {
-            log::debug!("writing to {peer} failed: {e}");
-            return;
+        // A client that stops reading would hold its responses (and the
+        // files they splice from) forever: a response not written within
+        // `connections.max.idle.ms` closes the connection.
+        match tokio::time::timeout(stall_limit, write_frame(&mut writer, &frame)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                log::debug!("writing to {peer} failed: {e}");
+                return;
+            }
+            Err(_) => {
+                log::info!(
+                    "closing connection from {peer}: it read nothing for {} ms",
+                    stall_limit.as_millis()
+                );
+                return;
+            }
         }
     }
 }

@@ -927,3 +927,59 @@ fn describe_groups_shows_the_members_real_address() {
     assert_eq!(members.len(), 1);
     assert_eq!(members[0].client_host.to_string(), "/127.0.0.2");
 }
+
+/// A client that sends requests and stops reading would hold its responses
+/// and the segment files they splice from forever: once a response cannot
+/// be written for `connections.max.idle.ms` (2 s here), the broker closes
+/// the connection with a log line, and serves other clients throughout.
+#[test]
+fn a_client_that_stops_reading_is_disconnected() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{ApiKey, FetchRequest, RequestHeader, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start(dir.path(), &["connections.max.idle.ms=2000"]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("heavy", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
+    let value = vec![b'h'; 512 * 1024];
+    for _ in 0..8 {
+        producer
+            .send(BaseRecord::<(), [u8]>::to("heavy").payload(&value[..]))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(8 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_static_str("heavy")))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(8 << 20)])]);
+    let mut stream = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    for i in 0..40 {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::Fetch as i16)
+            .with_request_api_version(4)
+            .with_correlation_id(i);
+        stream
+            .write_all(
+                &ferrolog::protocol::encode_request(&header, ApiKey::Fetch, &request).unwrap(),
+            )
+            .unwrap();
+    }
+    // Never read. The broker gives up on the writes and closes.
+    broker.wait_for_line("it read nothing for 2000 ms", Duration::from_secs(30));
+    let consumer: BaseConsumer = client_config(&broker.bootstrap).create().unwrap();
+    let (_, high) = consumer
+        .fetch_watermarks("heavy", 0, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(high, 8);
+    drop(stream);
+}
