@@ -983,3 +983,137 @@ fn a_client_that_stops_reading_is_disconnected() {
     assert_eq!(high, 8);
     drop(stream);
 }
+
+/// ListOffsets by timestamp walks the records of the batch it lands in:
+/// one batch holds timestamps 1234 (offset 0) and 1999999999 (offset 1;
+/// kafka-protocol's encoder keeps deltas within 32 bits); a lookup for
+/// 1999999999 answers offset 1, one for 1000 answers 0, and one past every
+/// record answers -1.
+#[test]
+fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
+    use kafka_protocol::indexmap::IndexMap;
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{
+        ApiKey, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, ProduceResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("stamped", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let records: Vec<Record> = [1234i64, 1_999_999_999]
+        .iter()
+        .enumerate()
+        .map(|(i, &timestamp)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32,
+            timestamp,
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut batch = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut batch,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    let produce = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str("stamped")))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch.freeze()))])]);
+    let produced: ProduceResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::Produce,
+        7,
+        &produce,
+        Duration::from_secs(10),
+    );
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let lookup = |timestamp: i64| -> (i64, i64) {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("stamped")))
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(timestamp)])]);
+        let response: ListOffsetsResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::ListOffsets,
+            4,
+            &request,
+            Duration::from_secs(10),
+        );
+        let partition = &response.topics[0].partitions[0];
+        assert_eq!(partition.error_code, 0);
+        (partition.offset, partition.timestamp)
+    };
+    assert_eq!(lookup(1_999_999_999), (1, 1_999_999_999));
+    assert_eq!(lookup(1000), (0, 1234));
+    assert_eq!(lookup(2_000_000_000), (-1, -1));
+}
+
+/// The same through librdkafka, whose batches may hold timestamps further
+/// apart than 32 bits (the batch format's deltas are varlongs): records at
+/// 1234 and 999999999999 sent in one batch; a lookup for 999999999999
+/// answers offset 1.
+#[test]
+fn list_offsets_by_timestamp_handles_wide_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("wide-stamps", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    let producer: BaseProducer = client_config(&broker.bootstrap)
+        .set("linger.ms", "200")
+        .create()
+        .unwrap();
+    for timestamp in [1234i64, 999_999_999_999] {
+        producer
+            .send(
+                BaseRecord::<(), str>::to("wide-stamps")
+                    .payload("v")
+                    .partition(0)
+                    .timestamp(timestamp),
+            )
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+    let consumer: BaseConsumer = client_config(&broker.bootstrap).create().unwrap();
+    let mut query = rdkafka::TopicPartitionList::new();
+    query
+        .add_partition_offset("wide-stamps", 0, rdkafka::Offset::Offset(999_999_999_999))
+        .unwrap();
+    let found = consumer
+        .offsets_for_times(query, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(
+        found.find_partition("wide-stamps", 0).unwrap().offset(),
+        rdkafka::Offset::Offset(1)
+    );
+}

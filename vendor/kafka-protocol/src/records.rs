@@ -816,16 +816,9 @@ impl Record {
         // Attributes
         types::Int8.encode(buf, 0)?;
 
-        // Timestamp delta
-        let timestamp_delta = self.timestamp - min_timestamp;
-        if timestamp_delta > i32::MAX as i64 || timestamp_delta < i32::MIN as i64 {
-            bail!(
-                "Timestamps within batch are too far apart ({}, {})",
-                min_timestamp,
-                self.timestamp
-            );
-        }
-        types::VarInt.encode(buf, timestamp_delta as i32)?;
+        // Timestamp delta (ferrolog patch: a varlong, as in Kafka's format)
+        let timestamp_delta = self.timestamp.wrapping_sub(min_timestamp);
+        types::VarLong.encode(buf, timestamp_delta)?;
 
         // Offset delta
         let offset_delta = self.offset - min_offset;
@@ -906,16 +899,9 @@ impl Record {
         // Attributes
         total_size += types::Int8.compute_size(0)?;
 
-        // Timestamp delta
-        let timestamp_delta = self.timestamp - min_timestamp;
-        if timestamp_delta > i32::MAX as i64 || timestamp_delta < i32::MIN as i64 {
-            bail!(
-                "Timestamps within batch are too far apart ({}, {})",
-                min_timestamp,
-                self.timestamp
-            );
-        }
-        total_size += types::VarInt.compute_size(timestamp_delta as i32)?;
+        // Timestamp delta (ferrolog patch: a varlong, as in Kafka's format)
+        let timestamp_delta = self.timestamp.wrapping_sub(min_timestamp);
+        total_size += types::VarLong.compute_size(timestamp_delta)?;
 
         // Offset delta
         let offset_delta = self.offset - min_offset;
@@ -1089,10 +1075,13 @@ impl Record {
         let _attributes: i8 = types::Int8.decode(buf)?;
 
         // Timestamp delta
-        let timestamp_delta: i32 = types::VarInt.decode(buf)?;
+        // ferrolog patch: the delta is a varlong in Kafka's format (a varint
+        // here cut deltas past 32 bits, so a batch holding 1234 and
+        // 999999999999 decoded wrong timestamps).
+        let timestamp_delta: i64 = types::VarLong.decode(buf)?;
         // ferrolog patch: wrapping, as Java's long arithmetic; a hostile
         // base timestamp must not panic the decoder.
-        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta as i64);
+        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta);
 
         // Offset delta
         let offset_delta: i32 = types::VarInt.decode(buf)?;
