@@ -988,7 +988,8 @@ fn a_client_that_stops_reading_is_disconnected() {
 /// one batch holds timestamps 1234 (offset 0) and 1999999999 (offset 1;
 /// kafka-protocol's encoder keeps deltas within 32 bits); a lookup for
 /// 1999999999 answers offset 1, one for 1000 answers 0, and one past every
-/// record answers -1.
+/// record answers -1. After a later record with an older timestamp (the
+/// test batches stamp 1,000,000), MAX_TIMESTAMP (-3) still answers offset 1.
 #[test]
 fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
     use kafka_protocol::indexmap::IndexMap;
@@ -1052,6 +1053,28 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
         Duration::from_secs(10),
     );
     assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let produce_more = || {
+        let later = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("stamped")))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(ferrolog::storage::testing::batch_v2(
+                        1,
+                        5,
+                        Compression::None,
+                    )))])]);
+        let produced: ProduceResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::Produce,
+            7,
+            &later,
+            Duration::from_secs(10),
+        );
+        assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    };
     let lookup = |timestamp: i64| -> (i64, i64) {
         let request = ListOffsetsRequest::default()
             .with_replica_id(kafka_protocol::messages::BrokerId(-1))
@@ -1063,7 +1086,7 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
         let response: ListOffsetsResponse = common::raw_request(
             &broker.bootstrap,
             ApiKey::ListOffsets,
-            4,
+            7,
             &request,
             Duration::from_secs(10),
         );
@@ -1074,6 +1097,10 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
     assert_eq!(lookup(1_999_999_999), (1, 1_999_999_999));
     assert_eq!(lookup(1000), (0, 1234));
     assert_eq!(lookup(2_000_000_000), (-1, -1));
+    // MAX_TIMESTAMP (-3): the record with the largest timestamp, not the
+    // last offset.
+    produce_more();
+    assert_eq!(lookup(-3), (1, 1_999_999_999));
 }
 
 /// The same through librdkafka, whose batches may hold timestamps further

@@ -289,10 +289,18 @@ partition_request!(
 );
 
 partition_request!(
-    /// The first offset with a timestamp at or after `timestamp`.
+    /// The first offset with a timestamp at or after `timestamp`; for
+    /// `MAX_TIMESTAMP` (-3), the record with the largest timestamp.
     OffsetForTimestamp { timestamp: i64 } -> Option<(i64, i64)>,
-    |log, now, msg| log.offset_for_timestamp(msg.timestamp)
+    |log, now, msg| if msg.timestamp == MAX_TIMESTAMP {
+        log.offset_of_max_timestamp()
+    } else {
+        log.offset_for_timestamp(msg.timestamp)
+    }
 );
+
+/// ListOffsets' "the record with the largest timestamp".
+pub const MAX_TIMESTAMP: i64 = -3;
 
 partition_request!(
     /// The partition's log start, log end and recovery point.

@@ -15,7 +15,6 @@ use crate::topic_partition::TopicPartition;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
 
 pub async fn handle(
     ctx: &BrokerContext,
@@ -41,7 +40,8 @@ pub async fn handle(
                 let (offset, timestamp) = match p.timestamp {
                     LATEST => (state.high_watermark, -1),
                     EARLIEST => (state.log_start_offset, -1),
-                    MAX_TIMESTAMP => ((state.high_watermark - 1).max(state.log_start_offset), -1),
+                    // MAX_TIMESTAMP goes to the log too: the record with
+                    // the largest timestamp, -1/-1 when empty (Kafka 3.x).
                     timestamp => match handle.addr.send(OffsetForTimestamp { timestamp }).await {
                         Ok(Ok(Some((offset, ts)))) => (offset, ts),
                         Ok(Ok(None)) => (-1, -1),

@@ -313,6 +313,22 @@ impl PartitionLog {
 
     /// The first offset whose record timestamp is at or after `timestamp`,
     /// with that timestamp; None when every record is older.
+    /// The record with the largest timestamp (the first one holding it):
+    /// ListOffsets' MAX_TIMESTAMP (-3), as Kafka 3.x answers it.
+    pub fn offset_of_max_timestamp(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let max = self
+            .segments
+            .iter()
+            .filter(|s| s.next_offset() > self.log_start_offset)
+            .map(|s| s.max_timestamp())
+            .max()
+            .unwrap_or(-1);
+        if max < 0 {
+            return Ok(None);
+        }
+        self.offset_for_timestamp(max)
+    }
+
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
         for segment in &self.segments {
             if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset
