@@ -37,7 +37,9 @@ use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::group::records::{decode_records, GroupRecord};
 use crate::group::state::GroupConfig;
 
-const TICK: Duration = Duration::from_millis(100);
+/// The longest a group sleeps before looking at its deadlines again (a
+/// guard against a clock that jumps; deadlines themselves wake it).
+const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// Kafka's `offset.metadata.max.bytes` default.
 const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
@@ -143,6 +145,8 @@ pub struct ConsumerGroup {
     /// one in `offsets`.
     commit_sequence: u64,
     applied_commits: HashMap<TopicPartition, u64>,
+    /// The timer for the group's next deadline, and when it is due.
+    timer: Option<(SpawnHandle, i64)>,
 }
 
 /// `offsets.retention.minutes` (as ms) and `offsets.retention.check.interval.ms`.
@@ -186,8 +190,36 @@ impl ConsumerGroup {
             unavailable: false,
             commit_sequence: 0,
             applied_commits: HashMap::new(),
+            timer: None,
         };
         supervise(arbiter, spec, link, move |_| actor)
+    }
+
+    /// Wake at the group's next deadline (session, rebalance, sync,
+    /// pending member), not on a fixed tick: an idle group costs nothing.
+    /// A timer that fires early (its deadline moved later) just re-arms.
+    fn reschedule(&mut self, ctx: &mut Context<Self>) {
+        let next = self.group.next_deadline();
+        if let Some((handle, at)) = self.timer {
+            if Some(at) == next {
+                return;
+            }
+            ctx.cancel_future(handle);
+            self.timer = None;
+        }
+        let Some(at) = next else {
+            return;
+        };
+        let delay = Duration::from_millis((at - self.now()).max(0) as u64).min(MAX_SLEEP);
+        let handle = ctx.run_later(delay, |actor, ctx| {
+            actor.timer = None;
+            let before = actor.mark();
+            let effects = actor.group.tick(actor.now());
+            actor.apply(effects, ctx);
+            actor.publish_transition(before);
+            actor.reschedule(ctx);
+        });
+        self.timer = Some((handle, at));
     }
 
     /// Publish what a request or a tick changed.
@@ -216,6 +248,8 @@ impl ConsumerGroup {
 
     /// Carry out effects: responses wait for a persist that precedes them.
     fn apply(&mut self, effects: Vec<Effect>, ctx: &mut Context<Self>) {
+        // The state machine just ran: its next deadline may have moved.
+        self.reschedule(ctx);
         if effects.is_empty() {
             return;
         }
@@ -480,7 +514,7 @@ impl actix::Supervised for ConsumerGroup {
         let log = self.log.clone();
         // Nothing is served until the group is reloaded.
         ctx.wait(async move { read_groups(&log).await }.into_actor(self).map(
-            move |result, actor, _ctx| match result {
+            move |result, actor, ctx| match result {
                 Ok((mut groups, _)) => {
                     let loaded = groups.remove(&group_id).unwrap_or_default();
                     let now = actor.now();
@@ -491,6 +525,8 @@ impl actix::Supervised for ConsumerGroup {
                         None => Group::new(group_id, actor.config.clone()),
                     };
                     actor.offsets = loaded.offsets;
+                    actor.timer = None;
+                    actor.reschedule(ctx);
                 }
                 Err(e) => {
                     log::error!("group {group_id} cannot reload ({e}); it is unavailable");
@@ -506,13 +542,9 @@ impl Actor for ConsumerGroup {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
-        ctx.run_interval(TICK, |actor, ctx| {
-            let now = actor.now();
-            let before = (actor.group.state(), actor.group.generation_id());
-            let effects = actor.group.tick(now);
-            actor.apply(effects, ctx);
-            actor.publish_transition(before);
-        });
+        // A restart cleared the old timer with the rest of the context.
+        self.timer = None;
+        self.reschedule(ctx);
         let check = Duration::from_millis(self.retention.check_interval_ms.max(1));
         ctx.run_interval(check, |actor, ctx| actor.expire_offsets(ctx));
     }
