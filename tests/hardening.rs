@@ -1144,3 +1144,103 @@ fn list_offsets_by_timestamp_handles_wide_batches() {
         rdkafka::Offset::Offset(1)
     );
 }
+
+/// Kafka's group-id rules: OffsetCommit and OffsetFetch accept the empty
+/// group id (backwards compatibility), JoinGroup refuses it with
+/// INVALID_GROUP_ID (24); LeaveGroup v3+ on an unknown group answers NONE at
+/// the top and UNKNOWN_MEMBER_ID (25) per member.
+#[test]
+fn group_id_rules_and_leaving_an_unknown_group() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::leave_group_request::MemberIdentity;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+        LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+        OffsetFetchResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("anonymous", 1, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    // Creates and loads the offsets topic.
+    let _ = client_config(&broker.bootstrap)
+        .set("group.id", "warm-up")
+        .create::<BaseConsumer>()
+        .unwrap()
+        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    let empty = || GroupId(StrBytes::from_static_str(""));
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(empty())
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("anonymous")))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(5)])]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let committed: OffsetCommitResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::OffsetCommit,
+            7,
+            &commit,
+            Duration::from_secs(10),
+        );
+        let code = committed.topics[0].partitions[0].error_code;
+        if code == 14 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        assert_eq!(code, 0);
+        break;
+    }
+    let fetched: OffsetFetchResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::OffsetFetch,
+        5,
+        &OffsetFetchRequest::default()
+            .with_group_id(empty())
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("anonymous")))
+                .with_partition_indexes(vec![0])])),
+        Duration::from_secs(10),
+    );
+    assert_eq!(fetched.topics[0].partitions[0].committed_offset, 5);
+    let joined: JoinGroupResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::JoinGroup,
+        5,
+        &JoinGroupRequest::default()
+            .with_group_id(empty())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(bytes::Bytes::new())]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(joined.error_code, 24);
+    let left: LeaveGroupResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::LeaveGroup,
+        3,
+        &LeaveGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("never-existed")))
+            .with_members(vec![
+                MemberIdentity::default().with_member_id(StrBytes::from_static_str("m-1"))
+            ]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(left.error_code, 0);
+    assert_eq!(left.members.len(), 1);
+    assert_eq!(left.members[0].error_code, 25);
+}

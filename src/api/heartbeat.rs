@@ -4,7 +4,7 @@
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, require_group_id, BrokerContext};
 use crate::actors::consumer_group::Heartbeat;
 
 pub async fn handle(ctx: &BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse {
@@ -13,6 +13,9 @@ pub async fn handle(ctx: &BrokerContext, request: HeartbeatRequest) -> Heartbeat
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         generation_id: request.generation_id,
     };
+    if let Err(e) = require_group_id(&request.group_id.0) {
+        return HeartbeatResponse::default().with_error_code(e.code());
+    }
     let code = match ask_group(ctx, &request.group_id.0, command, false).await {
         Ok(Some(code)) => code,
         Ok(None) => ResponseError::UnknownMemberId.code(),

@@ -5,7 +5,7 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, require_group_id, BrokerContext};
 use crate::actors::consumer_group::JoinGroup;
 use crate::group::state::JoinRequest;
 
@@ -44,6 +44,9 @@ pub async fn handle(
             .with_generation_id(-1)
             .with_member_id(member_id.clone())
     };
+    if let Err(e) = require_group_id(&request.group_id.0) {
+        return error(e.code());
+    }
     match ask_group(ctx, &request.group_id.0, JoinGroup(join), true).await {
         Ok(Some(r)) => JoinGroupResponse::default()
             .with_error_code(r.error_code)

@@ -5,7 +5,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, require_group_id, BrokerContext};
 use crate::actors::consumer_group::LeaveGroup;
 
 pub async fn handle(
@@ -27,9 +27,15 @@ pub async fn handle(
     } else {
         vec![(request.member_id.to_string(), None)]
     };
-    let outcome = ask_group(ctx, &request.group_id.0, LeaveGroup { members }, false).await;
+    let count = members.len();
+    let outcome = match require_group_id(&request.group_id.0) {
+        Ok(()) => ask_group(ctx, &request.group_id.0, LeaveGroup { members }, false).await,
+        Err(e) => Err(e),
+    };
     let codes = match outcome {
         Ok(Some(codes)) => Ok(codes),
+        // An unknown group: v3+ answer per member, as Kafka does.
+        Ok(None) if version >= 3 => Ok(vec![ResponseError::UnknownMemberId.code(); count]),
         Ok(None) => Err(ResponseError::UnknownMemberId.code()),
         Err(e) => Err(e.code()),
     };

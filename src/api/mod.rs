@@ -66,6 +66,18 @@ impl BrokerContext {
     }
 }
 
+/// Kafka's `isValidGroupId`: the group-membership APIs (JoinGroup,
+/// SyncGroup, Heartbeat, LeaveGroup, OffsetDelete) need a non-empty group
+/// id; OffsetCommit, OffsetFetch, DescribeGroups and DeleteGroups accept
+/// "" for backwards compatibility.
+pub fn require_group_id(group_id: &str) -> Result<(), ResponseError> {
+    if group_id.is_empty() {
+        Err(ResponseError::InvalidGroupId)
+    } else {
+        Ok(())
+    }
+}
+
 /// Send `request` to the group's actor through the coordinator. `Ok(None)`:
 /// the group does not exist (and `create` was false); `Err`: the
 /// group-level error the response carries.
@@ -80,9 +92,6 @@ where
     T: Send + 'static,
     ConsumerGroup: actix::Handler<M>,
 {
-    if group_id.is_empty() {
-        return Err(ResponseError::InvalidGroupId);
-    }
     // A fresh sender is never parked: the request is enqueued at once.
     ctx.groups
         .clone()

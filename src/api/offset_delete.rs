@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, require_group_id, BrokerContext};
 use crate::actors::consumer_group::DeleteOffsets;
 use crate::topic_partition::TopicPartition;
 
@@ -32,6 +32,9 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
                     .topic(&tp.topic)
                     .is_some_and(|t| t.partitions.contains_key(&tp.partition))
         });
+    if let Err(e) = require_group_id(&request.group_id.0) {
+        return OffsetDeleteResponse::default().with_error_code(e.code());
+    }
     let mut results = match ask_group(
         ctx,
         &request.group_id.0,

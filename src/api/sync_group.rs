@@ -5,7 +5,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, require_group_id, BrokerContext};
 use crate::actors::consumer_group::SyncGroup;
 use crate::group::state::SyncRequest;
 
@@ -22,6 +22,9 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
             .map(|a| (a.member_id.to_string(), a.assignment.clone()))
             .collect(),
     };
+    if let Err(e) = require_group_id(&request.group_id.0) {
+        return SyncGroupResponse::default().with_error_code(e.code());
+    }
     match ask_group(ctx, &request.group_id.0, SyncGroup(sync), false).await {
         Ok(Some(r)) => SyncGroupResponse::default()
             .with_error_code(r.error_code)
