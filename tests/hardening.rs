@@ -12,6 +12,26 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
+/// Create `name` with `partitions` (one replica), asserting it worked.
+fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    let created = block_on(admin(bootstrap).create_topics(
+        [&NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .unwrap();
+    assert_eq!(created, vec![Ok(name.to_string())]);
+}
+
+/// Make `__consumer_offsets` exist and load, as a client's first
+/// FindCoordinator for `group` does.
+fn load_offsets_topic(bootstrap: &str, group: &str) {
+    let _ = client_config(bootstrap)
+        .set("group.id", group)
+        .create::<BaseConsumer>()
+        .unwrap()
+        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+}
+
 /// Retention deletes old segments and moves the log start offset in the
 /// shard; the partition actor must follow, or ListOffsets EARLIEST answers
 /// a deleted offset and a consumer with `auto.offset.reset=earliest` resets
@@ -102,12 +122,7 @@ fn join_group_errors_carry_an_empty_protocol_name_before_v7() {
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    // FindCoordinator first: creates and loads the offsets topic.
-    let _ = client_config(&broker.bootstrap)
-        .set("group.id", "nullable")
-        .create::<BaseConsumer>()
-        .unwrap()
-        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    load_offsets_topic(&broker.bootstrap, "nullable");
     let request = JoinGroupRequest::default()
         .with_group_id(GroupId(StrBytes::from_static_str("nullable")))
         .with_session_timeout_ms(1)
@@ -148,11 +163,7 @@ fn a_minimal_config_gives_working_groups() {
         .set("group.id", "minimal")
         .create()
         .unwrap();
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("m", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "m", 1);
     let mut list = rdkafka::TopicPartitionList::new();
     list.add_partition_offset("m", 0, rdkafka::Offset::Offset(3))
         .unwrap();
@@ -247,11 +258,7 @@ fn deleting_a_topic_forgets_its_committed_offsets() {
 fn a_malformed_checkpoint_means_recovery_not_a_dead_broker() {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("kept", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "kept", 1);
     let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
     for i in 0..20 {
         producer
@@ -296,11 +303,7 @@ fn batches_that_do_not_add_up_are_invalid_records() {
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("checked", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "checked", 1);
     let produce = |batch: Vec<u8>| -> i16 {
         let request = ProduceRequest::default()
             .with_acks(1)
@@ -421,11 +424,7 @@ fn parked_fetches_wake_on_new_data_and_end_at_max_wait() {
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("parked", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "parked", 1);
     let fetch = |max_wait_ms: i32| {
         FetchRequest::default()
             .with_max_wait_ms(max_wait_ms)
@@ -486,11 +485,7 @@ fn parked_fetches_wake_on_new_data_and_end_at_max_wait() {
 fn fetch_max_bytes_holds_across_partitions() {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("wide", 3, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "wide", 3);
     let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
     let value = vec![b'w'; 900 * 1024];
     for i in 0..30 {
@@ -615,11 +610,7 @@ fn expired_static_members_leave_their_groups_empty() {
             "group.min.session.timeout.ms=1000",
         ],
     );
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("statics", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "statics", 1);
     let groups = ["static-a", "static-b", "static-c"];
     for group in groups {
         let consumer: BaseConsumer = client_config(&broker.bootstrap)
@@ -675,11 +666,7 @@ fn empty_groups_without_offsets_are_removed() {
             "group.initial.rebalance.delay.ms=0",
         ],
     );
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("short-lived", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "short-lived", 1);
     let consumer: BaseConsumer = client_config(&broker.bootstrap)
         .set("group.id", "ephemeral")
         .set("enable.auto.commit", "false")
@@ -787,11 +774,7 @@ fn a_failed_acks_zero_produce_closes_the_connection() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &["auto.create.topics.enable=false"]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("exists", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "exists", 1);
     let produce = |topic: &str| {
         let request = ProduceRequest::default()
             .with_acks(0)
@@ -865,12 +848,7 @@ fn describe_groups_shows_the_members_real_address() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &["group.initial.rebalance.delay.ms=0"]);
-    // Creates and loads the offsets topic.
-    let _ = client_config(&broker.bootstrap)
-        .set("group.id", "addressed")
-        .create::<BaseConsumer>()
-        .unwrap()
-        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    load_offsets_topic(&broker.bootstrap, "addressed");
     let bootstrap: std::net::SocketAddr = broker.bootstrap.parse().unwrap();
     let mut stream = block_on(async move {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -940,11 +918,7 @@ fn a_client_that_stops_reading_is_disconnected() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let mut broker = BrokerProcess::start(dir.path(), &["connections.max.idle.ms=2000"]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("heavy", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "heavy", 1);
     let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
     let value = vec![b'h'; 512 * 1024];
     for _ in 0..8 {
@@ -1004,11 +978,7 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
     };
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("stamped", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "stamped", 1);
     let records: Vec<Record> = [1234i64, 1_999_999_999]
         .iter()
         .enumerate()
@@ -1111,11 +1081,7 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
 fn list_offsets_by_timestamp_handles_wide_batches() {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("wide-stamps", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
+    create_topic(&broker.bootstrap, "wide-stamps", 1);
     let producer: BaseProducer = client_config(&broker.bootstrap)
         .set("linger.ms", "200")
         .create()
@@ -1165,17 +1131,8 @@ fn group_id_rules_and_leaving_an_unknown_group() {
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("anonymous", 1, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(30)),
-    ))
-    .unwrap();
-    // Creates and loads the offsets topic.
-    let _ = client_config(&broker.bootstrap)
-        .set("group.id", "warm-up")
-        .create::<BaseConsumer>()
-        .unwrap()
-        .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
+    create_topic(&broker.bootstrap, "anonymous", 1);
+    load_offsets_topic(&broker.bootstrap, "warm-up");
     let empty = || GroupId(StrBytes::from_static_str(""));
     let commit = OffsetCommitRequest::default()
         .with_group_id(empty())
