@@ -176,6 +176,7 @@ fn verify(dir: &str, last_ack: i64) -> i64 {
                 .expect("data below the log end")
                 .read_to_vec()
                 .unwrap();
+            let before = offset;
             let mut position = 0;
             while position + 61 <= bytes.len() {
                 let Ok(header) = EntryHeader::parse(&bytes[position..], position) else {
@@ -196,6 +197,12 @@ fn verify(dir: &str, last_ack: i64) -> i64 {
                 offset = header.last_offset + 1;
                 position += header.size;
             }
+            // Bounded: a read that brings no whole batch fails the test
+            // instead of being asked again forever.
+            assert!(
+                offset > before,
+                "a read at {before} returned no whole batch"
+            );
         }
         broker.shutdown().await.unwrap();
         leo
