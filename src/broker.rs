@@ -235,8 +235,9 @@ impl BrokerBuilder {
         )
         .start();
         let offline = loaded.iter().filter(|l| l.offsets.is_err()).count();
+        let recovered: usize = loaded.iter().map(|l| l.recovered_segments).sum();
         log::info!(
-            "broker {} started: listening on {bound}, advertised as {}:{}, {} partition log(s) loaded, {offline} offline",
+            "broker {} started: listening on {bound}, advertised as {}:{}, {} partition log(s) loaded, {offline} offline, {recovered} segment(s) recovered",
             context.broker_id,
             advertised.host,
             advertised.port,

@@ -116,6 +116,9 @@ impl LogActorConfig {
 pub struct LoadedLog {
     pub tp: TopicPartition,
     pub offsets: Result<LogOffsets, String>,
+    /// Segments re-read and checked because they were past the recovery
+    /// point of a directory not shut down cleanly.
+    pub recovered_segments: usize,
 }
 
 /// A partition's way to its shard: partition actors send their appends and
@@ -319,8 +322,18 @@ impl LogActor {
                 let shard = shards.for_partition(tp);
                 let tp = tp.clone();
                 pending.push(async move {
-                    let offsets = shard.send(open).await.map_err(|e| e.to_string());
-                    LoadedLog { tp, offsets }
+                    match shard.send(open).await {
+                        Ok((offsets, report)) => LoadedLog {
+                            tp,
+                            offsets: Ok(offsets),
+                            recovered_segments: report.recovered_segments,
+                        },
+                        Err(e) => LoadedLog {
+                            tp,
+                            offsets: Err(e.to_string()),
+                            recovered_segments: 0,
+                        },
+                    }
                 });
             }
         }

@@ -16,7 +16,8 @@ use bytes::Bytes;
 
 use crate::clock::SharedClock;
 use crate::storage::{
-    AppendInfo, LoadOptions, LogConfig, LogError, PartitionLog, ReadInfo, RetentionReport,
+    AppendInfo, LoadOptions, LoadReport, LogConfig, LogError, PartitionLog, ReadInfo,
+    RetentionReport,
 };
 use crate::topic_partition::TopicPartition;
 
@@ -154,16 +155,16 @@ impl LogShard {
         dir: PathBuf,
         config: LogConfig,
         options: LoadOptions,
-    ) -> Result<LogOffsets, LogActorError> {
+    ) -> Result<(LogOffsets, LoadReport), LogActorError> {
         let now_ms = self.clock.now_ms();
         let loaded = catch_unwind(AssertUnwindSafe(|| {
             PartitionLog::load(&dir, tp.clone(), config.clone(), options, now_ms)
         }));
         let reason = match loaded {
-            Ok(Ok((log, _report))) => {
+            Ok(Ok((log, report))) => {
                 let offsets = offsets_of(&log);
                 self.logs.insert(tp, PartitionState::Online(Box::new(log)));
-                return Ok(offsets);
+                return Ok((offsets, report));
             }
             Ok(Err(e)) => e.to_string(),
             Err(panic) => format!("panic while loading: {}", panic_message(panic.as_ref())),
@@ -351,11 +352,11 @@ pub struct OpenLog {
 }
 
 impl Message for OpenLog {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<(LogOffsets, LoadReport), LogActorError>;
 }
 
 impl Handler<OpenLog> for LogShard {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<(LogOffsets, LoadReport), LogActorError>;
 
     fn handle(&mut self, msg: OpenLog, _ctx: &mut Self::Context) -> Self::Result {
         self.load(msg.tp, msg.dir, msg.config, msg.options)
@@ -565,7 +566,7 @@ impl Handler<ReopenOffline> for LogShard {
                 .collect();
             let mut back = Vec::new();
             for (tp, dir, config, options) in offline {
-                if let Ok(offsets) = shard.load(tp.clone(), dir, config, options) {
+                if let Ok((offsets, _)) = shard.load(tp.clone(), dir, config, options) {
                     log::info!("partition {tp} is back online at {offsets:?}");
                     back.push((tp, offsets));
                 }
