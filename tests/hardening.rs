@@ -1201,3 +1201,55 @@ fn group_id_rules_and_leaving_an_unknown_group() {
     assert_eq!(left.members.len(), 1);
     assert_eq!(left.members[0].error_code, 25);
 }
+
+/// OffsetCommit naming a generation (≥ 0) of a group that does not exist
+/// answers ILLEGAL_GENERATION (22), as Kafka does, and creates no group;
+/// a standalone commit (generation -1) still creates it.
+#[test]
+fn commits_in_a_generation_of_an_unknown_group_are_illegal() {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    create_topic(&broker.bootstrap, "generational", 1);
+    load_offsets_topic(&broker.bootstrap, "ghost");
+    let commit = |generation: i32| -> i16 {
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("ghost")))
+            .with_generation_id_or_member_epoch(generation)
+            .with_member_id(StrBytes::from_static_str(if generation < 0 {
+                ""
+            } else {
+                "member-1"
+            }))
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("generational")))
+                .with_partitions(vec![OffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(3)])]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let response: OffsetCommitResponse = common::raw_request(
+                &broker.bootstrap,
+                ApiKey::OffsetCommit,
+                7,
+                &request,
+                Duration::from_secs(10),
+            );
+            let code = response.topics[0].partitions[0].error_code;
+            // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
+            if code == 14 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            return code;
+        }
+    };
+    assert_eq!(commit(5), 22);
+    assert_eq!(commit(-1), 0);
+}

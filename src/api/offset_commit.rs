@@ -64,14 +64,22 @@ pub async fn handle(
         generation_id: request.generation_id_or_member_epoch,
         offsets,
     };
+    // Kafka's `handleCommitOffsets`: a commit outside any generation (-1)
+    // starts the group if needed; one that names a generation of a group
+    // that does not exist is ILLEGAL_GENERATION.
+    let standalone = request.generation_id_or_member_epoch < 0;
     let mut codes: BTreeMap<TopicPartition, i16> =
-        match ask_group(ctx, &request.group_id.0, command, true).await {
+        match ask_group(ctx, &request.group_id.0, command, standalone).await {
             Ok(Some(results)) => results.into_iter().collect(),
-            // Created on demand: only a failure to start it leaves none.
-            Ok(None) => tps
-                .into_iter()
-                .map(|tp| (tp, ResponseError::CoordinatorNotAvailable.code()))
-                .collect(),
+            Ok(None) => {
+                let code = if standalone {
+                    // Created on demand: only a failure to start it.
+                    ResponseError::CoordinatorNotAvailable.code()
+                } else {
+                    ResponseError::IllegalGeneration.code()
+                };
+                tps.into_iter().map(|tp| (tp, code)).collect()
+            }
             Err(e) => tps.into_iter().map(|tp| (tp, e.code())).collect(),
         };
     for tp in unknown {
