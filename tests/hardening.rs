@@ -32,6 +32,19 @@ fn load_offsets_topic(bootstrap: &str, group: &str) {
         .committed_offsets(rdkafka::TopicPartitionList::new(), Duration::from_secs(10));
 }
 
+/// Ask again while the answer is COORDINATOR_LOAD_IN_PROGRESS (14): the
+/// group's `__consumer_offsets` partition is still loading (bounded, 30 s).
+fn until_loaded<T>(mut ask: impl FnMut() -> T, code: impl Fn(&T) -> i16) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = ask();
+        if code(&answer) != 14 || Instant::now() >= deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Retention deletes old segments and moves the log start offset in the
 /// shard; the partition actor must follow, or ListOffsets EARLIEST answers
 /// a deleted offset and a consumer with `auto.offset.reset=earliest` resets
@@ -131,24 +144,20 @@ fn join_group_errors_carry_an_empty_protocol_name_before_v7() {
         .with_protocols(vec![JoinGroupRequestProtocol::default()
             .with_name(StrBytes::from_static_str("range"))
             .with_metadata(bytes::Bytes::new())]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let response: JoinGroupResponse = common::raw_request(
-            &broker.bootstrap,
-            ApiKey::JoinGroup,
-            5,
-            &request,
-            Duration::from_secs(10),
-        );
-        // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
-        if response.error_code == 14 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        assert_eq!(response.error_code, 26);
-        assert_eq!(response.protocol_name, Some(StrBytes::default()));
-        break;
-    }
+    let response: JoinGroupResponse = until_loaded(
+        || {
+            common::raw_request(
+                &broker.bootstrap,
+                ApiKey::JoinGroup,
+                5,
+                &request,
+                Duration::from_secs(10),
+            )
+        },
+        |r: &JoinGroupResponse| r.error_code,
+    );
+    assert_eq!(response.error_code, 26);
+    assert_eq!(response.protocol_name, Some(StrBytes::default()));
 }
 
 /// A single broker whose config keeps Kafka's default
@@ -871,28 +880,24 @@ fn describe_groups_shows_the_members_real_address() {
         .with_request_api_key(ApiKey::JoinGroup as i16)
         .with_request_api_version(3)
         .with_correlation_id(1);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        stream
-            .write_all(
-                &ferrolog::protocol::encode_request(&header, ApiKey::JoinGroup, &join).unwrap(),
-            )
-            .unwrap();
-        let mut prefix = [0u8; 4];
-        stream.read_exact(&mut prefix).unwrap();
-        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-        stream.read_exact(&mut body).unwrap();
-        let mut buf = bytes::Bytes::from(body);
-        ResponseHeader::decode(&mut buf, ApiKey::JoinGroup.response_header_version(3)).unwrap();
-        let response = JoinGroupResponse::decode(&mut buf, 3).unwrap();
-        // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
-        if response.error_code == 14 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        assert_eq!(response.error_code, 0);
-        break;
-    }
+    let response = until_loaded(
+        || {
+            stream
+                .write_all(
+                    &ferrolog::protocol::encode_request(&header, ApiKey::JoinGroup, &join).unwrap(),
+                )
+                .unwrap();
+            let mut prefix = [0u8; 4];
+            stream.read_exact(&mut prefix).unwrap();
+            let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+            stream.read_exact(&mut body).unwrap();
+            let mut buf = bytes::Bytes::from(body);
+            ResponseHeader::decode(&mut buf, ApiKey::JoinGroup.response_header_version(3)).unwrap();
+            JoinGroupResponse::decode(&mut buf, 3).unwrap()
+        },
+        |r| r.error_code,
+    );
+    assert_eq!(response.error_code, 0);
     let described: DescribeGroupsResponse = common::raw_request(
         &broker.bootstrap,
         ApiKey::DescribeGroups,
@@ -966,6 +971,7 @@ fn a_client_that_stops_reading_is_disconnected() {
 /// test batches stamp 1,000,000), MAX_TIMESTAMP (-3) still answers offset 1.
 #[test]
 fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
+    use ferrolog::protocol::records::{data_record, encode_records};
     use kafka_protocol::indexmap::IndexMap;
     use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -973,40 +979,24 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
         ApiKey, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, ProduceResponse, TopicName,
     };
     use kafka_protocol::protocol::StrBytes;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+    use kafka_protocol::records::Compression;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
     create_topic(&broker.bootstrap, "stamped", 1);
-    let records: Vec<Record> = [1234i64, 1_999_999_999]
+    let records: Vec<_> = [1234i64, 1_999_999_999]
         .iter()
         .enumerate()
-        .map(|(i, &timestamp)| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32,
-            timestamp,
-            key: None,
-            value: Some(bytes::Bytes::from_static(b"v")),
-            headers: IndexMap::new(),
+        .map(|(i, &timestamp)| {
+            data_record(
+                i,
+                timestamp,
+                None,
+                Some(bytes::Bytes::from_static(b"v")),
+                IndexMap::new(),
+            )
         })
         .collect();
-    let mut batch = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut batch,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
+    let batch = encode_records(&records).unwrap();
     let produce = ProduceRequest::default()
         .with_acks(1)
         .with_timeout_ms(10_000)
@@ -1014,7 +1004,7 @@ fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
             .with_name(TopicName(StrBytes::from_static_str("stamped")))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(batch.freeze()))])]);
+                .with_records(Some(batch))])]);
     let produced: ProduceResponse = common::raw_request(
         &broker.bootstrap,
         ApiKey::Produce,
@@ -1142,23 +1132,19 @@ fn group_id_rules_and_leaving_an_unknown_group() {
             .with_partitions(vec![OffsetCommitRequestPartition::default()
                 .with_partition_index(0)
                 .with_committed_offset(5)])]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let committed: OffsetCommitResponse = common::raw_request(
-            &broker.bootstrap,
-            ApiKey::OffsetCommit,
-            7,
-            &commit,
-            Duration::from_secs(10),
-        );
-        let code = committed.topics[0].partitions[0].error_code;
-        if code == 14 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        assert_eq!(code, 0);
-        break;
-    }
+    let committed: OffsetCommitResponse = until_loaded(
+        || {
+            common::raw_request(
+                &broker.bootstrap,
+                ApiKey::OffsetCommit,
+                7,
+                &commit,
+                Duration::from_secs(10),
+            )
+        },
+        |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
+    );
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
     let fetched: OffsetFetchResponse = common::raw_request(
         &broker.bootstrap,
         ApiKey::OffsetFetch,
@@ -1232,23 +1218,19 @@ fn commits_in_a_generation_of_an_unknown_group_are_illegal() {
                 .with_partitions(vec![OffsetCommitRequestPartition::default()
                     .with_partition_index(0)
                     .with_committed_offset(3)])]);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let response: OffsetCommitResponse = common::raw_request(
-                &broker.bootstrap,
-                ApiKey::OffsetCommit,
-                7,
-                &request,
-                Duration::from_secs(10),
-            );
-            let code = response.topics[0].partitions[0].error_code;
-            // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
-            if code == 14 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-            return code;
-        }
+        let response: OffsetCommitResponse = until_loaded(
+            || {
+                common::raw_request(
+                    &broker.bootstrap,
+                    ApiKey::OffsetCommit,
+                    7,
+                    &request,
+                    Duration::from_secs(10),
+                )
+            },
+            |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
+        );
+        response.topics[0].partitions[0].error_code
     };
     assert_eq!(commit(5), 22);
     assert_eq!(commit(-1), 0);

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use super::create_topics::auto_create_topic;
 use super::{error_code, BrokerContext};
 use crate::actors::partition::AppendRecords;
+use crate::cluster::is_internal_topic;
 use crate::topic_partition::TopicPartition;
 
 /// Produce requests of one connection hand their appends to the partition
@@ -123,12 +124,14 @@ pub async fn handle(
         Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
-        if ctx.metadata.topic(&name).is_none() && ctx.config.auto_create_topics_enable {
+        // A lookup, not `topic()`: that clones the topic's whole metadata.
+        let known = ctx.metadata.read(|m| m.topics.contains_key(&name));
+        if !known && ctx.config.auto_create_topics_enable {
             if let Err(e) = auto_create_topic(ctx, &name).await {
                 log::debug!("produce to {name}: auto-creation failed: {e}");
             }
         }
-        let internal = ctx.metadata.topic(&name).is_some_and(|t| t.is_internal);
+        let internal = is_internal_topic(&name);
         let mut partitions: Vec<PartitionAppend> = Vec::with_capacity(topic.partition_data.len());
         for partition in topic.partition_data {
             let tp = TopicPartition::new(name.clone(), partition.index);

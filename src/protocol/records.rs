@@ -31,26 +31,45 @@ pub fn encode_batch(records: &[NewRecord], now_ms: i64) -> Result<Bytes, RecordB
     let records: Vec<Record> = records
         .iter()
         .enumerate()
-        .map(|(i, r)| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // One batch: kafka-protocol splits batches where offset - sequence changes.
-            sequence: i as i32,
-            timestamp: now_ms,
-            key: r.key.clone(),
-            value: r.value.clone(),
-            headers: r
+        .map(|(i, r)| {
+            let headers = r
                 .headers
                 .iter()
                 .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
-                .collect::<IndexMap<_, _>>(),
+                .collect();
+            data_record(i, now_ms, r.key.clone(), r.value.clone(), headers)
         })
         .collect();
+    encode_records(&records)
+}
+
+/// The `index`th data record of a batch (no producer id, create time).
+pub fn data_record(
+    index: usize,
+    timestamp: i64,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+    headers: IndexMap<StrBytes, Option<Bytes>>,
+) -> Record {
+    Record {
+        transactional: false,
+        control: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: index as i64,
+        // One batch: kafka-protocol splits batches where offset - sequence changes.
+        sequence: index as i32,
+        timestamp,
+        key,
+        value,
+        headers,
+    }
+}
+
+/// `records` as one uncompressed v2 batch.
+pub fn encode_records(records: &[Record]) -> Result<Bytes, RecordBatchError> {
     let mut buf = BytesMut::new();
     RecordBatchEncoder::encode(
         &mut buf,

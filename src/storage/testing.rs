@@ -4,9 +4,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
 /// Records with keys `k<i>`, values of `value_len` bytes and timestamps
 /// `1_000_000 + i`.
@@ -22,21 +20,13 @@ pub fn records_at(count: usize, value_len: usize, first_timestamp: i64) -> Vec<R
                 StrBytes::from_static_str("h"),
                 Some(Bytes::from_static(b"v")),
             );
-            Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // kafka-protocol starts a new batch whenever offset - sequence changes.
-                sequence: i as i32,
-                timestamp: first_timestamp + i as i64,
-                key: Some(Bytes::from(format!("k{i}"))),
-                value: Some(Bytes::from(vec![(i % 251) as u8; value_len])),
+            crate::protocol::records::data_record(
+                i,
+                first_timestamp + i as i64,
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from(vec![(i % 251) as u8; value_len])),
                 headers,
-            }
+            )
         })
         .collect()
 }
