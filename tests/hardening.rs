@@ -45,6 +45,47 @@ fn until_loaded<T>(mut ask: impl FnMut() -> T, code: impl Fn(&T) -> i16) -> T {
     }
 }
 
+/// One raw OffsetCommit v7 of `offset` for `topic`-0 by `group`; its
+/// partition's error code, once the group's partition has loaded.
+fn raw_commit(
+    bootstrap: &str,
+    group: &'static str,
+    member_id: &'static str,
+    generation: i32,
+    topic: &'static str,
+    offset: i64,
+) -> i16 {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(group)))
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(StrBytes::from_static_str(member_id))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str(topic)))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])]);
+    let response: OffsetCommitResponse = until_loaded(
+        || {
+            common::raw_request(
+                bootstrap,
+                ApiKey::OffsetCommit,
+                7,
+                &request,
+                Duration::from_secs(10),
+            )
+        },
+        |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
+    );
+    response.topics[0].partitions[0].error_code
+}
+
 /// Retention deletes old segments and moves the log start offset in the
 /// shard; the partition actor must follow, or ListOffsets EARLIEST answers
 /// a deleted offset and a consumer with `auto.offset.reset=earliest` resets
@@ -1109,14 +1150,10 @@ fn list_offsets_by_timestamp_handles_wide_batches() {
 fn group_id_rules_and_leaving_an_unknown_group() {
     use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
     use kafka_protocol::messages::leave_group_request::MemberIdentity;
-    use kafka_protocol::messages::offset_commit_request::{
-        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    };
     use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
     use kafka_protocol::messages::{
         ApiKey, GroupId, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-        LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-        OffsetFetchResponse, TopicName,
+        LeaveGroupResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
     };
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
@@ -1124,27 +1161,7 @@ fn group_id_rules_and_leaving_an_unknown_group() {
     create_topic(&broker.bootstrap, "anonymous", 1);
     load_offsets_topic(&broker.bootstrap, "warm-up");
     let empty = || GroupId(StrBytes::from_static_str(""));
-    let commit = OffsetCommitRequest::default()
-        .with_group_id(empty())
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(TopicName(StrBytes::from_static_str("anonymous")))
-            .with_partitions(vec![OffsetCommitRequestPartition::default()
-                .with_partition_index(0)
-                .with_committed_offset(5)])]);
-    let committed: OffsetCommitResponse = until_loaded(
-        || {
-            common::raw_request(
-                &broker.bootstrap,
-                ApiKey::OffsetCommit,
-                7,
-                &commit,
-                Duration::from_secs(10),
-            )
-        },
-        |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
-    );
-    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    assert_eq!(raw_commit(&broker.bootstrap, "", "", -1, "anonymous", 5), 0);
     let fetched: OffsetFetchResponse = common::raw_request(
         &broker.bootstrap,
         ApiKey::OffsetFetch,
@@ -1193,45 +1210,20 @@ fn group_id_rules_and_leaving_an_unknown_group() {
 /// a standalone commit (generation -1) still creates it.
 #[test]
 fn commits_in_a_generation_of_an_unknown_group_are_illegal() {
-    use kafka_protocol::messages::offset_commit_request::{
-        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    };
-    use kafka_protocol::messages::{
-        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName,
-    };
-    use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
     create_topic(&broker.bootstrap, "generational", 1);
     load_offsets_topic(&broker.bootstrap, "ghost");
-    let commit = |generation: i32| -> i16 {
-        let request = OffsetCommitRequest::default()
-            .with_group_id(GroupId(StrBytes::from_static_str("ghost")))
-            .with_generation_id_or_member_epoch(generation)
-            .with_member_id(StrBytes::from_static_str(if generation < 0 {
-                ""
-            } else {
-                "member-1"
-            }))
-            .with_topics(vec![OffsetCommitRequestTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("generational")))
-                .with_partitions(vec![OffsetCommitRequestPartition::default()
-                    .with_partition_index(0)
-                    .with_committed_offset(3)])]);
-        let response: OffsetCommitResponse = until_loaded(
-            || {
-                common::raw_request(
-                    &broker.bootstrap,
-                    ApiKey::OffsetCommit,
-                    7,
-                    &request,
-                    Duration::from_secs(10),
-                )
-            },
-            |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
-        );
-        response.topics[0].partitions[0].error_code
+    let commit = |generation: i32, member_id: &'static str| {
+        raw_commit(
+            &broker.bootstrap,
+            "ghost",
+            member_id,
+            generation,
+            "generational",
+            3,
+        )
     };
-    assert_eq!(commit(5), 22);
-    assert_eq!(commit(-1), 0);
+    assert_eq!(commit(5, "member-1"), 22);
+    assert_eq!(commit(-1, ""), 0);
 }
