@@ -2,8 +2,8 @@
 # Runs every test ferrolog has, on a fresh Debian machine as on a developer's.
 # Installs what the tests need when it is missing (a C toolchain and make for
 # librdkafka, which the rdkafka crate builds from source; kcat; the Python
-# clients kafka-python and confluent-kafka), then: format check, clippy, and
-# the whole cargo test suite (unit, integration with real clients and real
+# clients kafka-python and confluent-kafka; ZooKeeper and Java), then:
+# format check, clippy, and the whole cargo test suite (unit, integration with real clients and real
 # broker processes, SIGKILL crash tests, decoder fuzzing), then the
 # fault-injection suite built with `--features failpoints`.
 set -euo pipefail
@@ -15,6 +15,9 @@ command -v make >/dev/null || apt_missing+=(make)
 command -v perl >/dev/null || apt_missing+=(perl)
 command -v kcat >/dev/null || apt_missing+=(kcat)
 command -v python3 >/dev/null || apt_missing+=(python3 python3-pip)
+# A real ZooKeeper server for the cluster tests (Debian's package, on Java).
+[ -f /usr/share/java/zookeeper.jar ] || apt_missing+=(zookeeper)
+command -v java >/dev/null || apt_missing+=(default-jre-headless)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   echo "== installing ${apt_missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

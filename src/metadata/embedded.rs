@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use super::store::{
-    node_name, parent_path, validate_path, CreateMode, MetadataError, MetadataStore, Stat,
-    StoreFuture, StoreOp, WatchedEvent, MAX_DATA_BYTES,
+    check_size, node_name, parent_path, validate_path, CreateMode, MetadataError, MetadataStore,
+    Stat, StoreFuture, StoreOp, WatchedEvent,
 };
 
 /// The file name the broker uses for the embedded store inside its first
@@ -58,6 +58,8 @@ struct Inner {
     /// `None` for [`EmbeddedStore::in_memory`].
     file: Option<PathBuf>,
     state: Mutex<Tree>,
+    /// See [`MetadataStore::sessions`].
+    sessions: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -65,6 +67,10 @@ struct Tree {
     nodes: BTreeMap<String, Node>,
     watches: HashMap<String, Vec<oneshot::Sender<WatchedEvent>>>,
     file_writes: u64,
+    /// The last transaction id handed out (see [`Stat::creation_zxid`]).
+    zxid: i64,
+    /// This process's session; a new one after [`EmbeddedStore::expire_session`].
+    session_id: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -72,18 +78,28 @@ struct Node {
     data: Vec<u8>,
     version: i32,
     ephemeral: bool,
+    creation_zxid: i64,
     /// Names of the children, kept beside the node so `children` and the
     /// `NotEmpty` check do not scan the whole subtree.
     children: BTreeSet<String>,
 }
 
 impl Node {
-    fn new(data: Vec<u8>, ephemeral: bool) -> Self {
+    fn new(data: Vec<u8>, ephemeral: bool, creation_zxid: i64) -> Self {
         Node {
             data,
             version: 0,
             ephemeral,
+            creation_zxid,
             children: BTreeSet::new(),
+        }
+    }
+
+    fn stat(&self, session_id: i64) -> Stat {
+        Stat {
+            version: self.version,
+            creation_zxid: self.creation_zxid,
+            ephemeral_owner: if self.ephemeral { session_id } else { 0 },
         }
     }
 }
@@ -145,8 +161,14 @@ impl EmbeddedStore {
         Arc::new(EmbeddedStore {
             inner: Arc::new(Inner {
                 file,
+                sessions: tokio::sync::watch::Sender::new(1),
                 state: Mutex::new(Tree {
                     nodes,
+                    // Zxids are not kept in the file: starting from the wall
+                    // clock keeps creation zxids (and so broker epochs)
+                    // growing across restarts.
+                    zxid: crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+                    session_id: 1,
                     ..Tree::default()
                 }),
             }),
@@ -183,6 +205,10 @@ impl EmbeddedStore {
             tree.remove(&path);
             tree.fire_delete(&path);
         }
+        tree.session_id += 1;
+        let session = tree.session_id;
+        drop(tree);
+        self.inner.sessions.send_replace(session as u64);
         Ok(())
     }
 
@@ -207,14 +233,10 @@ impl EmbeddedStore {
     fn get_now(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>, MetadataError> {
         validate_path(path)?;
         let tree = self.inner.lock()?;
-        Ok(tree.nodes.get(path).map(|node| {
-            (
-                node.data.clone(),
-                Stat {
-                    version: node.version,
-                },
-            )
-        }))
+        Ok(tree
+            .nodes
+            .get(path)
+            .map(|node| (node.data.clone(), node.stat(tree.session_id))))
     }
 
     fn children_now(&self, path: &str) -> Result<Vec<String>, MetadataError> {
@@ -299,6 +321,8 @@ impl Inner {
             }
         }
         let mut tree = self.lock()?;
+        // One zxid per transaction, as ZooKeeper gives a `multi`.
+        tree.zxid += 1;
         let mut undo = Vec::with_capacity(ops.len());
         let mut events = Vec::new();
         let mut stats = Vec::with_capacity(ops.len());
@@ -359,11 +383,13 @@ impl Tree {
                     Some(_) => {}
                 }
                 let ephemeral = mode == CreateMode::Ephemeral;
-                self.insert(&path, Node::new(data, ephemeral));
+                let node = Node::new(data, ephemeral, self.zxid);
+                let stat = node.stat(self.session_id);
+                self.insert(&path, node);
                 events.push(WatchedEvent::NodeCreated(path.clone()));
                 events.push(WatchedEvent::NodeChildrenChanged(parent));
                 undo.push(Undo::Created(path));
-                Ok((Stat { version: 0 }, !ephemeral))
+                Ok((stat, !ephemeral))
             }
             StoreOp::Set {
                 path,
@@ -379,9 +405,7 @@ impl Tree {
                 let old_version = node.version;
                 node.version = old_version.wrapping_add(1);
                 let old_data = std::mem::replace(&mut node.data, data);
-                let stat = Stat {
-                    version: node.version,
-                };
+                let stat = node.stat(self.session_id);
                 let persistent = !node.ephemeral;
                 events.push(WatchedEvent::NodeDataChanged(path.clone()));
                 undo.push(Undo::Set {
@@ -403,9 +427,7 @@ impl Tree {
                 if !node.children.is_empty() {
                     return Err(MetadataError::NotEmpty(path));
                 }
-                let stat = Stat {
-                    version: node.version,
-                };
+                let stat = node.stat(self.session_id);
                 let Some(removed) = self.remove(&path) else {
                     return Err(MetadataError::NoNode(path));
                 };
@@ -423,7 +445,7 @@ impl Tree {
                     .get(&path)
                     .ok_or_else(|| MetadataError::NoNode(path.clone()))?;
                 check_version(&path, node.version, Some(version))?;
-                Ok((Stat { version }, false))
+                Ok((node.stat(self.session_id), false))
             }
         }
     }
@@ -498,7 +520,11 @@ impl fmt::Debug for EmbeddedStore {
 
 /// The one stat of a single-op transaction.
 fn single(stats: Vec<Stat>) -> Stat {
-    stats.into_iter().next().unwrap_or(Stat { version: 0 })
+    stats.into_iter().next().unwrap_or(Stat {
+        version: 0,
+        creation_zxid: 0,
+        ephemeral_owner: 0,
+    })
 }
 
 impl MetadataStore for EmbeddedStore {
@@ -548,20 +574,13 @@ impl MetadataStore for EmbeddedStore {
         Box::pin(std::future::ready(self.watch_now(path)))
     }
 
+    fn sessions(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.sessions.subscribe()
+    }
+
     fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>> {
         self.transact(ops)
     }
-}
-
-fn check_size(path: &str, data: &[u8]) -> Result<(), MetadataError> {
-    if data.len() > MAX_DATA_BYTES {
-        return Err(MetadataError::DataTooLarge {
-            path: path.to_owned(),
-            size: data.len(),
-            max: MAX_DATA_BYTES,
-        });
-    }
-    Ok(())
 }
 
 fn check_version(path: &str, actual: i32, expected: Option<i32>) -> Result<(), MetadataError> {
@@ -577,7 +596,7 @@ fn check_version(path: &str, actual: i32, expected: Option<i32>) -> Result<(), M
 
 fn empty_tree() -> BTreeMap<String, Node> {
     let mut nodes = BTreeMap::new();
-    nodes.insert("/".to_owned(), Node::new(Vec::new(), false));
+    nodes.insert("/".to_owned(), Node::new(Vec::new(), false, 0));
     nodes
 }
 
@@ -652,13 +671,13 @@ fn load(file: &Path, bytes: &[u8]) -> Result<BTreeMap<String, Node>, MetadataErr
                 )))
             }
         };
-        let mut node = Node::new(data, false);
+        let mut node = Node::new(data, false, 0);
         node.version = entry.version;
         nodes.insert(path.clone(), node);
     }
     nodes
         .entry("/".to_owned())
-        .or_insert_with(|| Node::new(Vec::new(), false));
+        .or_insert_with(|| Node::new(Vec::new(), false, 0));
     // Link children only now: the BTreeMap order puts "/a-b" between "/a"
     // and "/a/b", so parents are not always seen before their children.
     let paths: Vec<String> = nodes.keys().cloned().collect();
@@ -797,7 +816,7 @@ mod tests {
     #[test]
     fn data_size_is_bounded() {
         let store = EmbeddedStore::in_memory();
-        let big = vec![b'x'; MAX_DATA_BYTES + 1];
+        let big = vec![b'x'; crate::metadata::store::MAX_DATA_BYTES + 1];
         assert!(matches!(
             block_on(store.create("/a", big.clone(), CreateMode::Persistent)),
             Err(MetadataError::DataTooLarge { .. })

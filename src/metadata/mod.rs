@@ -3,12 +3,13 @@
 //! controller claim. It owns the [`MetadataStore`] interface, the embedded
 //! store used without `zookeeper.connect`, Kafka's typed znode catalogue and
 //! the replica assignment algorithm. It knows nothing of actix and does no
-//! network I/O itself: the embedded store writes only its own file, and the
-//! ZooKeeper client (to come) will implement the same trait, owned by one
-//! actor.
+//! network I/O outside `zookeeper`: the embedded store writes only its own
+//! file, and the ZooKeeper store implements the same trait over one
+//! client session.
 //!
 //! - `store`: the trait, its errors, and ZooKeeper's path rules.
 //! - `embedded`: the in-process store, persisted to one JSON file.
+//! - `zookeeper`: the same trait over a ZooKeeper ensemble.
 //! - `znodes`: one type per znode with its path and Kafka's JSON.
 //! - `assignment`: Kafka's replica placement for new partitions.
 
@@ -16,6 +17,7 @@ pub mod assignment;
 pub mod embedded;
 pub mod store;
 pub mod znodes;
+pub mod zookeeper;
 
 pub use assignment::{assign_replicas, assign_replicas_random, AssignmentError};
 pub use embedded::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
@@ -24,3 +26,4 @@ pub use store::{
     WatchedEvent,
 };
 pub use znodes::{ensure_paths, persistent_paths, BrokerInfo, ConfigType, LeaderAndIsr};
+pub use zookeeper::{ConnectString, ZooKeeperStore};

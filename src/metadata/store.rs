@@ -39,6 +39,13 @@ pub struct Stat {
     /// writes (`expected_version`) compare against it; Kafka keeps it as the
     /// partition state's `zkVersion`.
     pub version: i32,
+    /// ZooKeeper's `czxid`: the transaction that created the znode, which
+    /// only grows. Kafka takes a broker registration's as the broker epoch
+    /// (KIP-380).
+    pub creation_zxid: i64,
+    /// ZooKeeper's `ephemeralOwner`: the session that owns an ephemeral
+    /// znode, 0 for a persistent one.
+    pub ephemeral_owner: i64,
 }
 
 /// What a one-shot watch reports, named as ZooKeeper's `EventType`s; each
@@ -144,6 +151,9 @@ pub enum MetadataError {
     /// returned by the embedded store.
     #[error("the ZooKeeper session expired")]
     SessionExpired,
+    /// Any other error a ZooKeeper server returned.
+    #[error("ZooKeeper refused an operation on {path}: {reason}")]
+    ZooKeeper { path: String, reason: String },
     #[error("cannot persist metadata to {path}: {source}")]
     Persist {
         path: PathBuf,
@@ -199,6 +209,13 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug + 'static {
     /// the first failure is returned. One stat per op (Create: version 0;
     /// Set: the new version; Delete and Check: the version checked).
     fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>>;
+
+    /// The current session's number, which changes each time the session
+    /// is replaced after it expired. A new session owns none of the old
+    /// one's ephemeral znodes and none of its watches (pending watch
+    /// receivers are dropped): whoever created ephemerals re-creates them
+    /// (Kafka's `registerStateChangeHandler`/`reinitialize`).
+    fn sessions(&self) -> tokio::sync::watch::Receiver<u64>;
 
     /// Creates `path`, first creating any missing ancestors as persistent
     /// znodes with empty data (Kafka's `createRecursive`). An ancestor
@@ -279,6 +296,20 @@ pub fn validate_path(path: &str) -> Result<(), MetadataError> {
     }
     if path.chars().any(refused_by_zookeeper) {
         return Err(invalid());
+    }
+    Ok(())
+}
+
+/// Refuses data over [`MAX_DATA_BYTES`]. Both backends check before
+/// writing: a ZooKeeper server drops the connection on an oversized packet
+/// instead of answering.
+pub fn check_size(path: &str, data: &[u8]) -> Result<(), MetadataError> {
+    if data.len() > MAX_DATA_BYTES {
+        return Err(MetadataError::DataTooLarge {
+            path: path.to_owned(),
+            size: data.len(),
+            max: MAX_DATA_BYTES,
+        });
     }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! that tests can SIGKILL, SIGTERM and restart on the same data.
 #![allow(dead_code)]
 
+pub mod zookeeper;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
