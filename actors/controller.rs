@@ -21,6 +21,7 @@ use crate::cluster::{
 };
 use crate::config::{apply_topic_overrides, BrokerConfig};
 use crate::metadata::assignment::{assign_replicas, assign_replicas_random, AssignmentError};
+use crate::metadata::registration::{claim_ephemeral, ClaimError};
 use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, StoreOp};
 use crate::metadata::znodes::{
     ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
@@ -65,6 +66,16 @@ pub enum TopicError {
     Log(#[from] LogActorError),
     #[error("the controller is not running")]
     Stopped,
+    #[error(
+        "broker.id {broker_id} is already registered by another live broker (ZooKeeper \
+         session {owner:#x}); give each broker its own broker.id"
+    )]
+    DuplicateBrokerId { broker_id: i32, owner: i64 },
+    #[error(
+        "another broker is the controller of this cluster (ZooKeeper session {owner:#x}); \
+         ferrolog does not run several brokers in one cluster yet"
+    )]
+    ControllerElsewhere { owner: i64 },
 }
 
 impl TopicError {
@@ -81,7 +92,12 @@ impl TopicError {
             TopicError::DeletionDisabled => E::TopicDeletionDisabled.code(),
             TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
             TopicError::Log(e) => crate::api::error_code(e),
-            TopicError::Store(_) | TopicError::Stopped => E::UnknownServerError.code(),
+            // The controller may be elsewhere (or the store unreachable):
+            // clients retry and refresh metadata.
+            TopicError::ControllerElsewhere { .. } => E::NotController.code(),
+            TopicError::Store(_) | TopicError::Stopped | TopicError::DuplicateBrokerId { .. } => {
+                E::UnknownServerError.code()
+            }
         }
     }
 }
@@ -115,6 +131,110 @@ struct Shared {
 pub struct Controller {
     shared: Shared,
     link: SupervisorLink,
+    registration: Registration,
+    /// Losing the registration for good (another live broker took the
+    /// id after a session expiry) ends the broker.
+    fatal: BrokerFatal,
+}
+
+/// What this broker claims in the metadata store: its registration under
+/// `/brokers/ids` and the controller role.
+#[derive(Debug, Clone)]
+struct Registration {
+    broker_id: i32,
+    info: BrokerInfo,
+    /// How long a znode held by another session is waited on: one session
+    /// timeout, enough for ZooKeeper to expire this broker's previous
+    /// process after a crash.
+    wait: std::time::Duration,
+}
+
+impl Registration {
+    fn new(config: &BrokerConfig, advertised: &AdvertisedEndpoint) -> Registration {
+        let broker_id = config.broker_id.max(0);
+        Registration {
+            broker_id,
+            info: BrokerInfo {
+                id: broker_id,
+                host: advertised.host.clone(),
+                port: advertised.port as i32,
+                endpoints: vec![format!(
+                    "PLAINTEXT://{}:{}",
+                    advertised.host, advertised.port
+                )],
+                rack: config.broker_rack.clone(),
+                timestamp_ms: 0,
+            },
+            wait: match config.zookeeper_connect {
+                // ZooKeeper notices a dead session within its timeout.
+                Some(_) => std::time::Duration::from_millis(
+                    config.zookeeper_session_timeout_ms.saturating_add(2_000),
+                ),
+                // The embedded store drops every ephemeral znode at open.
+                None => std::time::Duration::ZERO,
+            },
+        }
+    }
+
+    /// Registers the broker (its epoch is the registration's creation
+    /// zxid, KIP-380), then becomes controller by creating `/controller`
+    /// and bumping `/controller_epoch`. Returns both epochs.
+    async fn claim(&self, store: &dyn MetadataStore) -> Result<(i64, i32), TopicError> {
+        let broker_id = self.broker_id;
+        let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
+        let info = BrokerInfo {
+            timestamp_ms: now_ms,
+            ..self.info.clone()
+        };
+        let registered = claim_ephemeral(
+            store,
+            &BrokerIdZNode::path(broker_id),
+            &BrokerIdZNode::encode(&info),
+            self.wait,
+        )
+        .await
+        .map_err(|e| match e {
+            ClaimError::HeldByAnother { owner, .. } => {
+                TopicError::DuplicateBrokerId { broker_id, owner }
+            }
+            ClaimError::Store(e) => TopicError::Store(e),
+        })?;
+        claim_ephemeral(
+            store,
+            ControllerZNode::path(),
+            &ControllerZNode::encode(broker_id, now_ms),
+            self.wait,
+        )
+        .await
+        .map_err(|e| match e {
+            ClaimError::HeldByAnother { owner, .. } => TopicError::ControllerElsewhere { owner },
+            ClaimError::Store(e) => TopicError::Store(e),
+        })?;
+        let controller_epoch = match store.get(ControllerEpochZNode::path()).await? {
+            Some((bytes, stat)) => {
+                let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
+                store
+                    .set(
+                        ControllerEpochZNode::path(),
+                        ControllerEpochZNode::encode(epoch),
+                        Some(stat.version),
+                    )
+                    .await?;
+                epoch
+            }
+            None => {
+                store
+                    .create(
+                        ControllerEpochZNode::path(),
+                        ControllerEpochZNode::encode(1),
+                        CreateMode::Persistent,
+                    )
+                    .await?;
+                1
+            }
+        };
+        Ok((registered.creation_zxid, controller_epoch))
+    }
 }
 
 /// This broker's advertised endpoint.
@@ -152,61 +272,12 @@ impl Controller {
                 id
             }
         };
-        let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
-        let info = BrokerInfo {
-            id: broker_id,
-            host: advertised.host.clone(),
-            port: advertised.port as i32,
-            endpoints: vec![format!(
-                "PLAINTEXT://{}:{}",
-                advertised.host, advertised.port
-            )],
-            rack: None,
-            timestamp_ms: now_ms,
-        };
-        store
-            .create(
-                &BrokerIdZNode::path(broker_id),
-                BrokerIdZNode::encode(&info),
-                CreateMode::Ephemeral,
-            )
-            .await
-            .map_err(|e| match e {
-                MetadataError::NodeExists(_) => TopicError::InvalidConfig(format!(
-                    "broker.id {broker_id} is already registered by another broker"
-                )),
-                other => TopicError::Store(other),
-            })?;
-        store
-            .create(
-                ControllerZNode::path(),
-                ControllerZNode::encode(broker_id, now_ms),
-                CreateMode::Ephemeral,
-            )
-            .await?;
-        let controller_epoch = match store.get(ControllerEpochZNode::path()).await? {
-            Some((bytes, stat)) => {
-                let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
-                store
-                    .set(
-                        ControllerEpochZNode::path(),
-                        ControllerEpochZNode::encode(epoch),
-                        Some(stat.version),
-                    )
-                    .await?;
-                epoch
-            }
-            None => {
-                store
-                    .create(
-                        ControllerEpochZNode::path(),
-                        ControllerEpochZNode::encode(1),
-                        CreateMode::Persistent,
-                    )
-                    .await?;
-                1
-            }
-        };
+        let registration = Registration::new(&config, &advertised);
+        let (broker_epoch, controller_epoch) = registration.claim(store.as_ref()).await?;
+        log::info!(
+            "broker {broker_id} registered at {} (broker epoch {broker_epoch})",
+            BrokerIdZNode::path(broker_id)
+        );
         log::info!("broker {broker_id} is the controller (epoch {controller_epoch}) of cluster {cluster_id}");
         cache.update(|m| {
             m.cluster_id = cluster_id;
@@ -217,7 +288,7 @@ impl Controller {
                     id: broker_id,
                     host: advertised.host,
                     port: advertised.port,
-                    rack: None,
+                    rack: config.broker_rack.clone(),
                 },
             );
         });
@@ -240,6 +311,8 @@ impl Controller {
         let controller = Controller {
             shared,
             link: link.clone(),
+            registration,
+            fatal: fatal.clone(),
         };
         Ok(supervise(
             None,
@@ -820,6 +893,65 @@ impl Actor for Controller {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
+        self.follow_sessions(ctx);
+    }
+}
+
+/// Attempts to re-register after a session expiry while the store keeps
+/// failing (ZooKeeper unreachable), one second apart.
+const RECLAIM_ATTEMPTS: usize = 30;
+
+impl Controller {
+    /// When the metadata store's session is replaced (a ZooKeeper session
+    /// expiry), the registration and the `/controller` claim went with the
+    /// old one: claim both again, with a new controller epoch. Losing the
+    /// broker id to another live broker meanwhile ends this broker.
+    fn follow_sessions(&mut self, ctx: &mut Context<Self>) {
+        let store = self.shared.store.clone();
+        let mut sessions = store.sessions();
+        sessions.borrow_and_update();
+        let registration = self.registration.clone();
+        ctx.spawn(
+            async move {
+                sessions.changed().await.ok()?;
+                log::warn!(
+                    "new metadata store session: registering broker {} again",
+                    registration.broker_id
+                );
+                let mut outcome = registration.claim(store.as_ref()).await;
+                for _ in 1..RECLAIM_ATTEMPTS {
+                    match outcome {
+                        Err(TopicError::Store(ref e)) => {
+                            log::warn!("cannot register again yet: {e}");
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                            outcome = registration.claim(store.as_ref()).await;
+                        }
+                        _ => break,
+                    }
+                }
+                Some(outcome)
+            }
+            .into_actor(self)
+            .map(|outcome, actor, ctx| match outcome {
+                // The store is gone: the broker is shutting down.
+                None => {}
+                Some(Ok((broker_epoch, controller_epoch))) => {
+                    log::info!(
+                        "broker {} registered again (broker epoch {broker_epoch}) and is the \
+                         controller (epoch {controller_epoch})",
+                        actor.registration.broker_id
+                    );
+                    actor.shared.controller_epoch = controller_epoch;
+                    actor.follow_sessions(ctx);
+                }
+                Some(Err(e)) => {
+                    log::error!("cannot register again after a session expiry: {e}");
+                    actor
+                        .fatal
+                        .raise(format!("lost the broker registration: {e}"));
+                }
+            }),
+        );
     }
 }
 

@@ -31,7 +31,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
 use crate::metadata::store::{MetadataError, MetadataStore};
-use crate::metadata::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
+use crate::metadata::{EmbeddedStore, ZooKeeperStore, EMBEDDED_STORE_FILE_NAME};
 
 /// Why a broker could not start or stop.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,11 @@ pub enum BrokerError {
     Log(#[from] LogActorError),
     #[error("metadata store: {0}")]
     Metadata(#[from] MetadataError),
+    #[error("zookeeper.connect={connect}: {source}")]
+    ZooKeeper {
+        connect: String,
+        source: MetadataError,
+    },
     #[error("controller: {0}")]
     Controller(#[from] TopicError),
     #[error("cannot listen on {address}: {source}")]
@@ -69,6 +74,8 @@ pub struct BrokerHandle {
     acceptor: Addr<Acceptor>,
     network: Vec<Arbiter>,
     pool: ActorPoolThreads,
+    /// Kept to end the ZooKeeper session at shutdown.
+    store: Arc<dyn MetadataStore>,
 }
 
 pub struct Broker;
@@ -122,13 +129,9 @@ impl BrokerBuilder {
             clock,
             extensions,
         } = self;
-        if config.zookeeper_connect.is_some() {
-            return Err(BrokerError::Config(
-                "zookeeper.connect is set, but the ZooKeeper cluster mode is not built yet; \
-                 remove it to run a single broker on the embedded metadata store"
-                    .into(),
-            ));
-        }
+        // Reach ZooKeeper before touching the logs, so a wrong address fails
+        // start-up at once.
+        let store = open_metadata_store(&config).await?;
         let (fatal, fatal_receiver) = BrokerFatal::new();
         let (log, loaded) = LogActor::start_supervised(
             LogActorConfig::from_broker(&config),
@@ -140,7 +143,6 @@ impl BrokerBuilder {
             .send(GetShards)
             .await
             .map_err(|_| LogActorError::Stopped)?;
-        let store = open_embedded_store(&config)?;
         let listener = config
             .listeners
             .first()
@@ -167,7 +169,7 @@ impl BrokerBuilder {
         let (pool, pool_threads) = ActorPool::start(config.num_io_threads.clamp(1, 64));
         let controller = Controller::start(
             config.clone(),
-            store,
+            store.clone(),
             log.clone(),
             cache.clone(),
             PartitionRuntime {
@@ -256,8 +258,31 @@ impl BrokerBuilder {
             acceptor,
             network,
             pool: pool_threads,
+            store,
         })
     }
+}
+
+/// ZooKeeper when `zookeeper.connect` is set, else the embedded store.
+async fn open_metadata_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataStore>, BrokerError> {
+    let Some(connect) = &config.zookeeper_connect else {
+        return open_embedded_store(config);
+    };
+    let store = ZooKeeperStore::connect(
+        connect,
+        std::time::Duration::from_millis(config.zookeeper_session_timeout_ms),
+        std::time::Duration::from_millis(config.zookeeper_connection_timeout_ms),
+    )
+    .await
+    .map_err(|e| BrokerError::ZooKeeper {
+        connect: connect.clone(),
+        source: e,
+    })?;
+    log::info!(
+        "connected to ZooKeeper at {connect} (session {:#x})",
+        store.session_id()
+    );
+    Ok(store)
 }
 
 fn open_embedded_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataStore>, BrokerError> {
@@ -369,6 +394,11 @@ impl BrokerHandle {
             arbiter.stop();
         }
         self.pool.stop();
+        // Ends a ZooKeeper session now, so the registration and the
+        // controller claim go at once rather than after the session timeout.
+        if let Err(e) = self.store.close().await {
+            log::warn!("closing the metadata store session: {e}");
+        }
         log::info!("broker {} shut down cleanly", self.context.broker_id);
         Ok(())
     }

@@ -20,6 +20,7 @@ use crate::storage::config::{LogConfig, TimestampType};
 /// else in a file or override is reported as a [`ConfigWarning`].
 pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "broker.id",
+    "broker.rack",
     "log.dirs",
     "log.dir",
     "zookeeper.connect",
@@ -207,6 +208,8 @@ pub struct BrokerConfig {
     /// `zookeeper.connect`: `host:port,host:port[/chroot]`; `None` runs the
     /// embedded metadata store.
     pub zookeeper_connect: Option<String>,
+    /// `broker.rack`: written into the broker's registration.
+    pub broker_rack: Option<String>,
     pub zookeeper_session_timeout_ms: u64,
     /// Falls back to `zookeeper_session_timeout_ms` when unset.
     pub zookeeper_connection_timeout_ms: u64,
@@ -281,6 +284,7 @@ impl Default for BrokerConfig {
             broker_id: -1,
             log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
             zookeeper_connect: None,
+            broker_rack: None,
             zookeeper_session_timeout_ms: 18_000,
             zookeeper_connection_timeout_ms: 18_000,
             listeners: vec![default_listener()],
@@ -528,6 +532,11 @@ impl BrokerConfig {
             broker_id: p.int("broker.id", Int, -1, d.broker_id)?,
             log_dirs,
             zookeeper_connect,
+            broker_rack: p
+                .raw("broker.rack")
+                .map(str::trim)
+                .filter(|rack| !rack.is_empty())
+                .map(str::to_owned),
             zookeeper_session_timeout_ms,
             zookeeper_connection_timeout_ms,
             listeners,

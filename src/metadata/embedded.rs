@@ -578,6 +578,10 @@ impl MetadataStore for EmbeddedStore {
         self.inner.sessions.subscribe()
     }
 
+    fn session_id(&self) -> i64 {
+        self.inner.state.lock().map(|t| t.session_id).unwrap_or(0)
+    }
+
     fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>> {
         self.transact(ops)
     }

@@ -10,11 +10,13 @@
 //! - `store`: the trait, its errors, and ZooKeeper's path rules.
 //! - `embedded`: the in-process store, persisted to one JSON file.
 //! - `zookeeper`: the same trait over a ZooKeeper ensemble.
+//! - `registration`: claiming a broker's ephemeral znodes, Kafka's way.
 //! - `znodes`: one type per znode with its path and Kafka's JSON.
 //! - `assignment`: Kafka's replica placement for new partitions.
 
 pub mod assignment;
 pub mod embedded;
+pub mod registration;
 pub mod store;
 pub mod znodes;
 pub mod zookeeper;

@@ -217,6 +217,16 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug + 'static {
     /// (Kafka's `registerStateChangeHandler`/`reinitialize`).
     fn sessions(&self) -> tokio::sync::watch::Receiver<u64>;
 
+    /// Ends the session (ZooKeeper deletes its ephemeral znodes at once).
+    /// The embedded store has nothing to end.
+    fn close(&self) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// The current session's id: what [`Stat::ephemeral_owner`] says for
+    /// the ephemeral znodes this store's session created.
+    fn session_id(&self) -> i64;
+
     /// Creates `path`, first creating any missing ancestors as persistent
     /// znodes with empty data (Kafka's `createRecursive`). An ancestor
     /// created concurrently by someone else is fine; `path` itself existing

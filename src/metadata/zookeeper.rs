@@ -225,11 +225,6 @@ impl ZooKeeperStore {
         self.client.session()
     }
 
-    /// Ends the session now: its ephemeral znodes go at once.
-    pub async fn close(&self) -> Result<(), MetadataError> {
-        self.client.close().await.map_err(|e| zk_error("/", e))
-    }
-
     async fn create_chroot(&self) -> Result<(), MetadataError> {
         let chroot = self.connect.chroot.clone();
         let mut prefix = String::new();
@@ -645,6 +640,14 @@ impl MetadataStore for ZooKeeperStore {
 
     fn sessions(&self) -> watch::Receiver<u64> {
         self.sessions.clone()
+    }
+
+    fn session_id(&self) -> i64 {
+        self.client.session().0
+    }
+
+    fn close(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move { self.client.close().await.map_err(|e| zk_error("/", e)) })
     }
 }
 

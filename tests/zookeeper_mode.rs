@@ -1,0 +1,346 @@
+//! `zookeeper.connect` set: the broker keeps its metadata in a real
+//! ZooKeeper server (Debian's package) in Kafka's znode layout, under the
+//! chroot, and serves real clients from it. Registration follows Kafka's
+//! rules: a live duplicate broker id is refused, a crashed broker's old
+//! registration is waited out, a clean stop removes it at once.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::zookeeper::ZooKeeperServer;
+use common::{admin, admin_options, block_on, client_config, BrokerProcess};
+use ferrolog::metadata::{MetadataStore, ZooKeeperStore};
+use rdkafka::admin::{NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::Message;
+use serde_json::Value;
+
+const SESSION_MS: &str = "zookeeper.session.timeout.ms=4000";
+
+/// A ZooKeeper handle for the test's own reads, on a runtime of its own
+/// (the client's I/O tasks live as long as the runtime does).
+struct ZkView {
+    runtime: tokio::runtime::Runtime,
+    store: Arc<ZooKeeperStore>,
+}
+
+impl ZkView {
+    fn get(&self, path: &str) -> Option<(Vec<u8>, ferrolog::metadata::Stat)> {
+        self.runtime.block_on(self.store.get(path)).expect("get")
+    }
+
+    fn children(&self, path: &str) -> Vec<String> {
+        self.runtime
+            .block_on(self.store.children(path))
+            .expect("children")
+    }
+}
+
+fn root_store(zk: &ZooKeeperServer) -> ZkView {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store = runtime
+        .block_on(ZooKeeperStore::connect(
+            &zk.connect_string(),
+            Duration::from_secs(10),
+            Duration::from_secs(20),
+        ))
+        .expect("connect to ZooKeeper");
+    ZkView { runtime, store }
+}
+
+fn json(store: &ZkView, path: &str) -> Value {
+    let (bytes, _) = store
+        .get(path)
+        .unwrap_or_else(|| panic!("{path} is missing"));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn text(store: &ZkView, path: &str) -> String {
+    let (bytes, _) = store
+        .get(path)
+        .unwrap_or_else(|| panic!("{path} is missing"));
+    String::from_utf8(bytes).expect("utf-8")
+}
+
+fn owner(store: &ZkView, path: &str) -> Option<i64> {
+    store.get(path).map(|(_, stat)| stat.ephemeral_owner)
+}
+
+fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    let results = block_on(admin(bootstrap).create_topics(
+        &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .expect("CreateTopics answered");
+    for result in results {
+        result.expect("topic created");
+    }
+}
+
+fn produce(bootstrap: &str, topic: &str, count: usize) {
+    let producer: BaseProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .create()
+        .expect("producer");
+    for i in 0..count {
+        let payload = format!("record-{i}");
+        let key = i.to_string();
+        producer
+            .send(BaseRecord::to(topic).key(&key).payload(&payload))
+            .expect("queued");
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every record acknowledged");
+}
+
+fn consume_all(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        // A fresh group each time: an earlier one committed its position.
+        .set("group.id", format!("zk-{topic}-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < expected && Instant::now() < deadline {
+        if let Some(message) = consumer.poll(Duration::from_millis(200)) {
+            let message = message.expect("no consumer error");
+            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    seen.sort();
+    seen
+}
+
+/// Runs the broker binary to its exit (bounded), for start-ups that must fail.
+fn run_to_exit(log_dir: &std::path::Path, overrides: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ferrolog"));
+    command
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties"),
+        ])
+        .args(["--override", &format!("log.dirs={}", log_dir.display())])
+        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"]);
+    for o in overrides {
+        command.args(["--override", o]);
+    }
+    let mut child = command
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the broker starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the broker did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// The znodes a Kafka operator expects, with Kafka's JSON, under the
+/// chroot (created by the broker); clients produce and consume; a clean
+/// stop removes the registration at once; a restart is a new controller
+/// epoch over the same topics.
+#[test]
+fn broker_keeps_kafkas_layout_in_zookeeper_and_serves_clients() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/kafka/prod", zk.connect_string());
+    let overrides = [connect.as_str(), "broker.rack=rack-a", SESSION_MS];
+    let broker = BrokerProcess::start(dir.path(), &overrides);
+    let port: i64 = broker
+        .bootstrap
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let zk_root = root_store(&zk);
+
+    assert_eq!(zk_root.children("/kafka/prod/brokers/ids"), ["0"]);
+    let registration = json(&zk_root, "/kafka/prod/brokers/ids/0");
+    assert_eq!(registration["version"], 5);
+    assert_eq!(registration["host"], "127.0.0.1");
+    assert_eq!(registration["port"], port);
+    assert_eq!(registration["jmx_port"], -1);
+    assert_eq!(registration["rack"], "rack-a");
+    assert_eq!(
+        registration["endpoints"],
+        serde_json::json!([format!("PLAINTEXT://127.0.0.1:{port}")])
+    );
+    assert_eq!(
+        registration["listener_security_protocol_map"],
+        serde_json::json!({"PLAINTEXT": "PLAINTEXT"})
+    );
+    let registered_at: i64 = registration["timestamp"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("timestamp is a number in a string, as Kafka writes it");
+    assert!(registered_at > 1_600_000_000_000);
+    assert_ne!(
+        owner(&zk_root, "/kafka/prod/brokers/ids/0"),
+        Some(0),
+        "ephemeral"
+    );
+
+    let controller = json(&zk_root, "/kafka/prod/controller");
+    assert_eq!(
+        (
+            controller["version"].clone(),
+            controller["brokerid"].clone()
+        ),
+        (1.into(), 0.into())
+    );
+    assert_eq!(text(&zk_root, "/kafka/prod/controller_epoch"), "1");
+    let cluster = json(&zk_root, "/kafka/prod/cluster/id");
+    assert_eq!(cluster["version"], "1");
+    assert!(cluster["id"].as_str().is_some_and(|id| id.len() == 22));
+    for path in [
+        "/kafka/prod/admin/delete_topics",
+        "/kafka/prod/isr_change_notification",
+        "/kafka/prod/config/topics",
+    ] {
+        assert!(zk_root.get(path).is_some(), "{path}");
+    }
+    // Nothing outside the chroot.
+    assert!(zk_root.get("/brokers").is_none());
+
+    create_topic(&broker.bootstrap, "orders", 3);
+    let assignment = json(&zk_root, "/kafka/prod/brokers/topics/orders");
+    assert_eq!(
+        assignment["partitions"],
+        serde_json::json!({"0": [0], "1": [0], "2": [0]})
+    );
+    let state = json(
+        &zk_root,
+        "/kafka/prod/brokers/topics/orders/partitions/1/state",
+    );
+    assert_eq!(state["leader"], 0);
+    assert_eq!(state["isr"], serde_json::json!([0]));
+    assert_eq!(state["controller_epoch"], 1);
+    produce(&broker.bootstrap, "orders", 30);
+    assert_eq!(consume_all(&broker.bootstrap, "orders", 30).len(), 30);
+
+    // A clean stop closes the session: the registration and the controller
+    // claim go at once, not after the session timeout.
+    let log_dir = broker.terminate();
+    assert!(zk_root.children("/kafka/prod/brokers/ids").is_empty());
+    assert!(zk_root.get("/kafka/prod/controller").is_none());
+
+    let broker = BrokerProcess::restart_on(&log_dir, &overrides);
+    assert_eq!(text(&zk_root, "/kafka/prod/controller_epoch"), "2");
+    let mut seen = consume_all(&broker.bootstrap, "orders", 30);
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        30,
+        "every record is still there after the restart"
+    );
+}
+
+/// A second broker with a broker.id that a live broker holds is refused
+/// with one clear line and exit 1, after waiting one session timeout (the
+/// holder might have been a crashed process), and the holder's
+/// registration is left alone.
+#[test]
+fn a_live_duplicate_broker_id_is_refused() {
+    let zk = ZooKeeperServer::start();
+    let first_dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let overrides = [connect.as_str(), SESSION_MS];
+    let _first = BrokerProcess::start(first_dir.path(), &overrides);
+    let zk_root = root_store(&zk);
+    let holder = owner(&zk_root, "/brokers/ids/0");
+
+    let second_dir = tempfile::tempdir().expect("tempdir");
+    let output = run_to_exit(second_dir.path(), &overrides);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(!said.contains("panic"), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(
+        errors[0].contains("broker.id 0 is already registered by another live broker"),
+        "{said}"
+    );
+    assert_eq!(
+        owner(&zk_root, "/brokers/ids/0"),
+        holder,
+        "the holder kept its registration"
+    );
+}
+
+/// SIGKILL leaves the registration to ZooKeeper's session expiry; a broker
+/// restarted at once waits it out instead of failing with NodeExists, then
+/// registers on its new session and becomes controller with a new epoch.
+#[test]
+fn a_broker_restarted_after_sigkill_waits_out_its_old_session() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let overrides = [connect.as_str(), SESSION_MS];
+    let broker = BrokerProcess::start(dir.path(), &overrides);
+    create_topic(&broker.bootstrap, "kept", 1);
+    produce(&broker.bootstrap, "kept", 5);
+    let zk_root = root_store(&zk);
+    let old = owner(&zk_root, "/brokers/ids/0").expect("registered");
+
+    let log_dir = broker.kill();
+    let mut broker = BrokerProcess::restart_on(&log_dir, &overrides);
+    assert!(
+        broker
+            .log_lines()
+            .iter()
+            .any(|l| l.contains("/brokers/ids/0 is held by ZooKeeper session")),
+        "the restart found the old registration and waited"
+    );
+    let new = owner(&zk_root, "/brokers/ids/0").expect("registered again");
+    assert_ne!(new, old);
+    assert_eq!(owner(&zk_root, "/controller"), Some(new));
+    assert_eq!(text(&zk_root, "/controller_epoch"), "2");
+    assert_eq!(consume_all(&broker.bootstrap, "kept", 5).len(), 5);
+}
+
+/// `zookeeper.connection.timeout.ms` bounds start-up against an ensemble
+/// that is not there: one line naming `zookeeper.connect`, exit 1.
+#[test]
+fn unreachable_zookeeper_fails_start_up_with_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect=127.0.0.1:{port}");
+    let started = Instant::now();
+    let output = run_to_exit(
+        dir.path(),
+        &[connect.as_str(), "zookeeper.connection.timeout.ms=1500"],
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(
+        errors[0].contains(&format!("zookeeper.connect=127.0.0.1:{port}")),
+        "{said}"
+    );
+    assert!(
+        errors[0].contains("zookeeper.connection.timeout.ms"),
+        "{said}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
