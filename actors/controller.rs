@@ -25,7 +25,7 @@ use crate::metadata::registration::{claim_ephemeral, ClaimError};
 use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, StoreOp};
 use crate::metadata::znodes::{
     ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
-    ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr,
+    ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr, TopicAssignment,
     TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
 };
 use crate::storage::LogConfig;
@@ -346,14 +346,34 @@ impl Shared {
 
     async fn load_topics(&self) -> Result<(), TopicError> {
         for name in self.store.children(TopicsZNode::path()).await? {
-            let Some((bytes, _)) = self.store.get(&TopicZNode::path(&name)).await? else {
+            let Some((bytes, stat)) = self.store.get(&TopicZNode::path(&name)).await? else {
                 continue;
             };
-            let assignment = TopicZNode::decode(&name, &bytes)?;
+            let TopicAssignment {
+                partitions: assignment,
+                topic_id,
+            } = TopicZNode::decode(&name, &bytes)?;
+            let topic_id = match topic_id {
+                Some(id) => id,
+                // Written before Kafka 2.8 (or by an older ferrolog): give
+                // it an id and keep it, as Kafka's controller does.
+                None => {
+                    let id = new_topic_id();
+                    self.store
+                        .set(
+                            &TopicZNode::path(&name),
+                            TopicZNode::encode(&assignment, id),
+                            Some(stat.version),
+                        )
+                        .await?;
+                    log::info!("topic {name} had no topic id; assigned one");
+                    id
+                }
+            };
             let configs = self.topic_configs(&name).await?;
             let log_config = self.log_config_for(&configs)?;
             let topic = self
-                .become_leader(&name, &assignment, configs, log_config)
+                .become_leader(&name, topic_id, &assignment, configs, log_config)
                 .await?;
             self.cache.update(|m| m.topics.insert(name.clone(), topic));
         }
@@ -388,6 +408,7 @@ impl Shared {
     async fn become_leader(
         &self,
         name: &str,
+        topic_id: [u8; 16],
         assignment: &BTreeMap<i32, Vec<i32>>,
         configs: BTreeMap<String, String>,
         log_config: LogConfig,
@@ -467,7 +488,7 @@ impl Shared {
         }
         Ok(TopicMetadata {
             name: name.to_string(),
-            topic_id: topic_id(name),
+            topic_id,
             is_internal: is_internal_topic(name),
             partitions,
             configs,
@@ -512,7 +533,7 @@ impl Shared {
         if request.validate_only {
             return Ok(TopicMetadata {
                 name: name.clone(),
-                topic_id: topic_id(&name),
+                topic_id: new_topic_id(),
                 is_internal: is_internal_topic(&name),
                 partitions: assignment
                     .iter()
@@ -532,6 +553,7 @@ impl Shared {
                 log_config,
             });
         }
+        let topic_id = new_topic_id();
         // One transaction: the config first, then the topic, then every
         // partition's state, so a watcher that sees the topic finds its
         // config (Kafka's order) and the store writes once per topic.
@@ -547,7 +569,7 @@ impl Shared {
         }];
         ops.push(StoreOp::create(
             TopicZNode::path(&name),
-            TopicZNode::encode(&assignment),
+            TopicZNode::encode(&assignment, topic_id),
         ));
         ops.push(StoreOp::create(
             TopicPartitionsZNode::path(&name),
@@ -559,7 +581,7 @@ impl Shared {
             other => TopicError::Store(other),
         })?;
         let topic = self
-            .become_leader(&name, &assignment, configs, log_config)
+            .become_leader(&name, topic_id, &assignment, configs, log_config)
             .await?;
         log::info!(
             "created topic {name} with {} partition(s)",
@@ -649,7 +671,11 @@ impl Shared {
         let indexes: Vec<i32> = match &removed {
             Some(topic) => topic.partitions.keys().copied().collect(),
             None => match self.store.get(&TopicZNode::path(name)).await? {
-                Some((bytes, _)) => TopicZNode::decode(name, &bytes)?.keys().copied().collect(),
+                Some((bytes, _)) => TopicZNode::decode(name, &bytes)?
+                    .partitions
+                    .keys()
+                    .copied()
+                    .collect(),
                 None => Vec::new(),
             },
         };
@@ -742,7 +768,7 @@ impl Shared {
         assignment.extend(added);
         let mut ops = vec![StoreOp::Set {
             path: TopicZNode::path(&name),
-            data: TopicZNode::encode(&assignment),
+            data: TopicZNode::encode(&assignment, topic.topic_id),
             expected_version: None,
         }];
         let added: BTreeMap<i32, Vec<i32>> = assignment
@@ -766,6 +792,7 @@ impl Shared {
         let updated = self
             .become_leader(
                 &name,
+                topic.topic_id,
                 &assignment,
                 topic.configs.clone(),
                 topic.log_config.clone(),
@@ -869,17 +896,10 @@ fn validate_assignment(
     Ok(())
 }
 
-/// A stable id per topic name. Kafka stores a random one in the topic znode;
-/// ferrolog's znode (version 2) has no field for it yet.
-fn topic_id(name: &str) -> [u8; 16] {
-    let mut id = [0u8; 16];
-    for (half, salt) in [(0usize, 0x9e37u64), (8, 0x7f4a)] {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        salt.hash(&mut hasher);
-        name.hash(&mut hasher);
-        id[half..half + 8].copy_from_slice(&hasher.finish().to_be_bytes());
-    }
-    id
+/// A new topic's id: random, as Kafka's (a re-created topic gets a new
+/// one), and kept in the topic znode.
+fn new_topic_id() -> [u8; 16] {
+    *uuid::Uuid::new_v4().as_bytes()
 }
 
 fn seed_for(name: &str) -> u64 {

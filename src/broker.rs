@@ -85,6 +85,7 @@ pub struct BrokerBuilder {
     config: BrokerConfig,
     clock: SharedClock,
     extensions: Vec<(String, ExtensionStarter)>,
+    store: Option<Arc<dyn MetadataStore>>,
 }
 
 impl Broker {
@@ -93,6 +94,7 @@ impl Broker {
             config,
             clock: Arc::new(SystemClock),
             extensions: Vec::new(),
+            store: None,
         }
     }
 
@@ -116,6 +118,13 @@ impl BrokerBuilder {
         self
     }
 
+    /// Keep the metadata in `store` instead of the one the config names
+    /// (an embedder's own ZooKeeper handle, or a store shared by tests).
+    pub fn with_metadata_store(mut self, store: Arc<dyn MetadataStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Run `extension`'s actor beside the broker's own, supervised.
     pub fn with_extension<E: Extension>(mut self, extension: E) -> Self {
         self.extensions.push((extension.name(), starter(extension)));
@@ -128,10 +137,14 @@ impl BrokerBuilder {
             config,
             clock,
             extensions,
+            store,
         } = self;
         // Reach ZooKeeper before touching the logs, so a wrong address fails
         // start-up at once.
-        let store = open_metadata_store(&config).await?;
+        let store = match store {
+            Some(store) => store,
+            None => open_metadata_store(&config).await?,
+        };
         let (fatal, fatal_receiver) = BrokerFatal::new();
         let (log, loaded) = LogActor::start_supervised(
             LogActorConfig::from_broker(&config),

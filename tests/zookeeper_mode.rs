@@ -221,6 +221,12 @@ fn broker_keeps_kafkas_layout_in_zookeeper_and_serves_clients() {
 
     create_topic(&broker.bootstrap, "orders", 3);
     let assignment = json(&zk_root, "/kafka/prod/brokers/topics/orders");
+    assert_eq!(assignment["version"], 3);
+    let topic_id = assignment["topic_id"]
+        .as_str()
+        .expect("a topic id")
+        .to_owned();
+    assert_eq!(topic_id.len(), 22, "a Kafka Uuid in URL-safe base64");
     assert_eq!(
         assignment["partitions"],
         serde_json::json!({"0": [0], "1": [0], "2": [0]})
@@ -315,6 +321,53 @@ fn a_broker_restarted_after_sigkill_waits_out_its_old_session() {
     assert_eq!(consume_all(&broker.bootstrap, "kept", 5).len(), 5);
 }
 
+/// One broker per cluster for now: a second broker (another id) cannot
+/// become controller while the first is, and says so instead of serving
+/// partitions nobody assigns it; the first is untouched.
+#[test]
+fn a_second_broker_in_the_same_cluster_is_refused_for_now() {
+    let zk = ZooKeeperServer::start();
+    let first_dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let _first = BrokerProcess::start(first_dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    let controller = owner(&zk_root, "/controller");
+
+    let second_dir = tempfile::tempdir().expect("tempdir");
+    let output = run_to_exit(
+        second_dir.path(),
+        &[connect.as_str(), SESSION_MS, "broker.id=1"],
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(
+        errors[0].contains("another broker is the controller"),
+        "{said}"
+    );
+    assert_eq!(owner(&zk_root, "/controller"), controller);
+    assert_eq!(text(&zk_root, "/controller_epoch"), "1");
+}
+
+/// The sample `config/zookeeper.properties` parses without warnings.
+#[test]
+fn the_zookeeper_sample_config_parses() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/zookeeper.properties"
+    ))
+    .expect("sample");
+    let (config, warnings) =
+        ferrolog::config::BrokerConfig::from_properties(&text, &[]).expect("parses");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        config.zookeeper_connect.as_deref(),
+        Some("127.0.0.1:2181/ferrolog")
+    );
+    assert_eq!(config.broker_rack.as_deref(), Some("rack-a"));
+}
+
 /// `zookeeper.connection.timeout.ms` bounds start-up against an ensemble
 /// that is not there: one line naming `zookeeper.connect`, exit 1.
 #[test]
@@ -343,4 +396,99 @@ fn unreachable_zookeeper_fails_start_up_with_one_line() {
         "{said}"
     );
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// A session expiry (forced from outside on a running broker) costs the
+/// registration and the controller claim; the broker claims both again on
+/// its new session, with a new controller epoch, keeps serving, and then
+/// stays put: no NodeExists loop, no churn (KAFKA-7165, KAFKA-14845).
+#[test]
+fn session_expiry_re_registers_and_re_elects_once() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = zk.connect_string();
+    let config = ferrolog::config::BrokerConfig::from_properties(
+        &format!(
+            "log.dirs={}\nlisteners=PLAINTEXT://127.0.0.1:0\noffsets.topic.replication.factor=1\n\
+             zookeeper.connect={connect}\nzookeeper.session.timeout.ms=4000\n",
+            dir.path().display()
+        ),
+        &[],
+    )
+    .expect("config")
+    .0;
+    actix_rt::System::new().block_on(async move {
+        let store =
+            ZooKeeperStore::connect(&connect, Duration::from_secs(4), Duration::from_secs(20))
+                .await
+                .expect("connect");
+        let broker = ferrolog::broker::Broker::builder(config)
+            .with_metadata_store(store.clone())
+            .start()
+            .await
+            .expect("the broker starts");
+        let registration = |store: Arc<ZooKeeperStore>| async move {
+            store
+                .get("/brokers/ids/0")
+                .await
+                .expect("get")
+                .map(|(_, stat)| stat.ephemeral_owner)
+        };
+        let first = registration(store.clone()).await.expect("registered");
+        assert_eq!(first, store.session_id());
+
+        common::zookeeper::expire_session(&connect, &store).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut owner = None;
+        while Instant::now() < deadline {
+            owner = registration(store.clone()).await;
+            if owner.is_some_and(|o| o != first) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            owner,
+            Some(store.session_id()),
+            "registered again on the new session"
+        );
+        let epoch = |store: Arc<ZooKeeperStore>| async move {
+            let (bytes, _) = store
+                .get("/controller_epoch")
+                .await
+                .expect("get")
+                .expect("epoch");
+            String::from_utf8(bytes).expect("utf-8")
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while epoch(store.clone()).await != "2" && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(epoch(store.clone()).await, "2");
+        let controller = store
+            .get("/controller")
+            .await
+            .expect("get")
+            .expect("a controller");
+        assert_eq!(controller.1.ephemeral_owner, store.session_id());
+
+        // Still serving: a real client creates, produces and reads back,
+        // from a thread of its own (its calls block).
+        let bootstrap = broker.bound.to_string();
+        let client = std::thread::spawn(move || {
+            create_topic(&bootstrap, "after-expiry", 1);
+            produce(&bootstrap, "after-expiry", 10);
+            consume_all(&bootstrap, "after-expiry", 10).len()
+        });
+        let consumed = tokio::task::spawn_blocking(move || client.join().expect("client"))
+            .await
+            .expect("join");
+        assert_eq!(consumed, 10);
+
+        // And it settles: the same registration and epoch a while later.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(registration(store.clone()).await, Some(store.session_id()));
+        assert_eq!(epoch(store.clone()).await, "2");
+        broker.shutdown().await.expect("clean shutdown");
+    });
 }

@@ -304,17 +304,18 @@ impl TopicsZNode {
 pub struct TopicZNode;
 
 impl TopicZNode {
-    /// The layout written (Kafka 2.4 to 2.7; 2.8+ writes 3 with a topic id).
-    pub const VERSION: i32 = 2;
+    /// The layout written (Kafka 2.8+: with the topic id).
+    pub const VERSION: i32 = 3;
 
     pub fn path(topic: &str) -> String {
         format!("{}/{topic}", TopicsZNode::PATH)
     }
 
-    /// `{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`.
-    pub fn encode(assignment: &BTreeMap<i32, Vec<i32>>) -> Vec<u8> {
+    /// `{"version":3,"topic_id":"...","partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`.
+    pub fn encode(assignment: &BTreeMap<i32, Vec<i32>>, topic_id: [u8; 16]) -> Vec<u8> {
         to_json(&TopicJsonOut {
             version: Self::VERSION,
+            topic_id: base64_url_no_pad(&topic_id),
             partitions: assignment,
             // No reassignment is ever in progress here: written empty, as
             // Kafka does when there is none.
@@ -323,9 +324,9 @@ impl TopicZNode {
         })
     }
 
-    /// The `partitions` map of versions 1 to 3 (reassignment state and the
-    /// topic id of version 3 are not kept).
-    pub fn decode(topic: &str, bytes: &[u8]) -> Result<BTreeMap<i32, Vec<i32>>, MetadataError> {
+    /// The `partitions` map of versions 1 to 3 and the topic id, which
+    /// versions before 3 lack (reassignment state is not kept).
+    pub fn decode(topic: &str, bytes: &[u8]) -> Result<TopicAssignment, MetadataError> {
         let path = Self::path(topic);
         let json: TopicJsonIn = parse(&path, bytes)?;
         let corrupt = |reason: String| MetadataError::Corrupt {
@@ -341,13 +342,33 @@ impl TopicZNode {
         if let Some(partition) = json.partitions.keys().find(|&&p| p < 0) {
             return Err(corrupt(format!("negative partition id {partition}")));
         }
-        Ok(json.partitions)
+        let topic_id = match json.topic_id {
+            None => None,
+            Some(text) => Some(
+                uuid_from_base64(&text)
+                    .ok_or_else(|| corrupt(format!("topic_id {text:?} is not a Kafka Uuid")))?,
+            ),
+        };
+        Ok(TopicAssignment {
+            partitions: json.partitions,
+            topic_id,
+        })
     }
+}
+
+/// What `/brokers/topics/<topic>` holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicAssignment {
+    /// Partition -> replicas, the preferred leader first.
+    pub partitions: BTreeMap<i32, Vec<i32>>,
+    /// `None` in znodes written before Kafka 2.8.
+    pub topic_id: Option<[u8; 16]>,
 }
 
 #[derive(Serialize)]
 struct TopicJsonOut<'a> {
     version: i32,
+    topic_id: String,
     partitions: &'a BTreeMap<i32, Vec<i32>>,
     adding_replicas: BTreeMap<i32, Vec<i32>>,
     removing_replicas: BTreeMap<i32, Vec<i32>>,
@@ -356,6 +377,8 @@ struct TopicJsonOut<'a> {
 #[derive(Deserialize)]
 struct TopicJsonIn {
     version: i32,
+    #[serde(default)]
+    topic_id: Option<String>,
     #[serde(default)]
     partitions: BTreeMap<i32, Vec<i32>>,
 }
@@ -652,22 +675,18 @@ struct ClusterIdJsonIn {
 }
 
 fn base64_url_no_pad(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        // 3 bytes give 4 sextets; a short chunk of k bytes gives k + 1.
-        for i in 0..=chunk.len() {
-            let sextet = (n >> (18 - 6 * i)) & 0x3f;
-            out.push(char::from(ALPHABET[sextet as usize]));
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A Kafka `Uuid` as it prints: 16 bytes in URL-safe base64, no padding.
+fn uuid_from_base64(text: &str) -> Option<[u8; 16]> {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()?
+        .try_into()
+        .ok()
 }
 
 /// serde_json fails only on maps with non-string keys or a failing writer;
@@ -760,22 +779,37 @@ mod tests {
         ));
     }
 
-    /// Topic assignments are written as version 2 and read from versions 1
-    /// to 3, with partition keys as JSON strings.
+    /// Topic assignments are written as version 3 with the topic id (as
+    /// Kafka 2.8+ writes them) and read from versions 1 to 3, with
+    /// partition keys as JSON strings.
     #[test]
     fn topic_assignment_layout() {
         let assignment = BTreeMap::from([(0, vec![1, 2]), (1, vec![2, 1])]);
-        let bytes = TopicZNode::encode(&assignment);
+        // Kafka's Uuid "vNYJpHJhRQKvAD3u5vlnGw" (from a Kafka 3.x cluster).
+        let id = uuid_from_base64("vNYJpHJhRQKvAD3u5vlnGw").expect("a Kafka Uuid");
+        let bytes = TopicZNode::encode(&assignment, id);
         assert_eq!(
             text(bytes.clone()),
-            r#"{"version":2,"partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#
+            r#"{"version":3,"topic_id":"vNYJpHJhRQKvAD3u5vlnGw","partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#
         );
-        assert_eq!(TopicZNode::decode("t", &bytes).expect("v2"), assignment);
+        let decoded = TopicZNode::decode("t", &bytes).expect("v3");
+        assert_eq!(
+            (decoded.partitions, decoded.topic_id),
+            (assignment.clone(), Some(id))
+        );
         let v1 = br#"{"version":1,"partitions":{"1":[2,1],"0":[1,2]}}"#;
-        assert_eq!(TopicZNode::decode("t", v1).expect("v1"), assignment);
-        let v3 = br#"{"version":3,"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#;
-        assert_eq!(TopicZNode::decode("t", v3).expect("v3"), assignment);
+        let decoded = TopicZNode::decode("t", v1).expect("v1");
+        assert_eq!(
+            (decoded.partitions, decoded.topic_id),
+            (assignment.clone(), None)
+        );
+        let v2 = br#"{"version":2,"partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},"removing_replicas":{}}"#;
+        assert_eq!(
+            TopicZNode::decode("t", v2).expect("v2").partitions,
+            assignment
+        );
         for bad in [
+            &br#"{"version":3,"topic_id":"short","partitions":{}}"#[..],
             &br#"{"version":9,"partitions":{}}"#[..],
             br#"{"version":1,"partitions":{"x":[1]}}"#,
             br#"{"version":1,"partitions":{"-1":[1]}}"#,

@@ -113,3 +113,33 @@ fn free_port() -> u16 {
         .expect("a free port")
         .port()
 }
+
+/// Expires `store`'s session from outside, as ZooKeeper's and Kafka's
+/// tests do: a second handle joins the session and closes it. The store
+/// reconnects at once when the twin takes its connection over and can take
+/// it back before the twin's close lands, so this tries again until the
+/// store reports a new session. `connect` is the store's connect string.
+pub async fn expire_session(connect: &str, store: &ferrolog::metadata::ZooKeeperStore) {
+    use ferrolog::metadata::{MetadataStore, ZooKeeperStore};
+    let mut sessions = store.sessions();
+    sessions.borrow_and_update();
+    let (id, password) = store.session_credentials();
+    for _ in 0..10 {
+        let twin = ZooKeeperStore::connect_as(
+            connect,
+            Duration::from_secs(6),
+            Duration::from_secs(20),
+            Some((id, password.clone())),
+        )
+        .await
+        .expect("join the session");
+        let _ = twin.close().await;
+        if tokio::time::timeout(Duration::from_secs(5), sessions.changed())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+    }
+    panic!("the session never expired");
+}
