@@ -492,3 +492,50 @@ fn session_expiry_re_registers_and_re_elects_once() {
         broker.shutdown().await.expect("clean shutdown");
     });
 }
+
+/// ZooKeeper down for 10 s (SIGKILL, then restarted on its data) within
+/// the session timeout: the broker stays up and keeps serving clients
+/// meanwhile, reconnects on the same session, and nothing churns: same
+/// registration, same controller epoch.
+#[test]
+fn zookeeper_down_for_ten_seconds_changes_nothing() {
+    let mut zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let mut broker = BrokerProcess::start(
+        dir.path(),
+        &[connect.as_str(), "zookeeper.session.timeout.ms=30000"],
+    );
+    create_topic(&broker.bootstrap, "steady", 1);
+    let owner_before = {
+        let zk_root = root_store(&zk);
+        owner(&zk_root, "/brokers/ids/0").expect("registered")
+    };
+
+    zk.kill();
+    let down = Instant::now();
+    produce(&broker.bootstrap, "steady", 20);
+    let remaining = Duration::from_secs(10).saturating_sub(down.elapsed());
+    std::thread::sleep(remaining);
+    zk.resume();
+
+    let zk_root = root_store(&zk);
+    assert!(broker.is_running(), "the broker stayed up");
+    assert_eq!(
+        owner(&zk_root, "/brokers/ids/0"),
+        Some(owner_before),
+        "same session, same registration"
+    );
+    assert_eq!(text(&zk_root, "/controller_epoch"), "1", "no re-election");
+    produce(&broker.bootstrap, "steady", 20);
+    assert_eq!(consume_all(&broker.bootstrap, "steady", 40).len(), 40);
+    // Give a late re-registration the chance to show up: none does.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(owner(&zk_root, "/brokers/ids/0"), Some(owner_before));
+    assert_eq!(
+        broker.count_lines("registered again"),
+        0,
+        "{:?}",
+        broker.log_lines()
+    );
+}
