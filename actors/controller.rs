@@ -346,36 +346,100 @@ impl Shared {
 
     async fn load_topics(&self) -> Result<(), TopicError> {
         for name in self.store.children(TopicsZNode::path()).await? {
-            let Some((bytes, stat)) = self.store.get(&TopicZNode::path(&name)).await? else {
+            self.load_topic(&name).await?;
+        }
+        Ok(())
+    }
+
+    /// Takes up a topic from its znodes: ids and missing partition states
+    /// are filled in, the partitions led here start.
+    async fn load_topic(&self, name: &str) -> Result<(), TopicError> {
+        let Some((bytes, stat)) = self.store.get(&TopicZNode::path(name)).await? else {
+            return Ok(());
+        };
+        let TopicAssignment {
+            partitions: assignment,
+            topic_id,
+        } = TopicZNode::decode(name, &bytes)?;
+        let topic_id = match topic_id {
+            Some(id) => id,
+            // Written before Kafka 2.8 (or by an older ferrolog): give it
+            // an id and keep it, as Kafka's controller does.
+            None => {
+                let id = new_topic_id();
+                self.store
+                    .set(
+                        &TopicZNode::path(name),
+                        TopicZNode::encode(&assignment, id),
+                        Some(stat.version),
+                    )
+                    .await?;
+                log::info!("topic {name} had no topic id; assigned one");
+                id
+            }
+        };
+        let configs = self.topic_configs(name).await?;
+        let log_config = self.log_config_for(&configs)?;
+        let topic = self
+            .become_leader(name, topic_id, &assignment, configs, log_config)
+            .await?;
+        self.cache
+            .update(|m| m.topics.insert(name.to_owned(), topic));
+        Ok(())
+    }
+
+    /// `/brokers/topics` changed: take up topics that another writer (a
+    /// ZooKeeper-era admin tool, `kafka-topics.sh --zookeeper`) created
+    /// there, as Kafka's `TopicChange` handler does. Topics this
+    /// controller created are known already.
+    async fn topics_changed(&self, change: TopicsChanged) -> Result<(), TopicError> {
+        for name in change.names {
+            if self.cache.read(|m| m.topics.contains_key(&name)) {
                 continue;
-            };
-            let TopicAssignment {
-                partitions: assignment,
-                topic_id,
-            } = TopicZNode::decode(&name, &bytes)?;
-            let topic_id = match topic_id {
-                Some(id) => id,
-                // Written before Kafka 2.8 (or by an older ferrolog): give
-                // it an id and keep it, as Kafka's controller does.
-                None => {
-                    let id = new_topic_id();
-                    self.store
-                        .set(
-                            &TopicZNode::path(&name),
-                            TopicZNode::encode(&assignment, id),
-                            Some(stat.version),
-                        )
-                        .await?;
-                    log::info!("topic {name} had no topic id; assigned one");
-                    id
-                }
-            };
-            let configs = self.topic_configs(&name).await?;
-            let log_config = self.log_config_for(&configs)?;
-            let topic = self
-                .become_leader(&name, topic_id, &assignment, configs, log_config)
-                .await?;
-            self.cache.update(|m| m.topics.insert(name.clone(), topic));
+            }
+            if let Err(e) = validate_topic_name(&name) {
+                log::warn!("ignoring /brokers/topics/{name}: {e}");
+                continue;
+            }
+            log::info!("taking up topic {name}, created in the metadata store by another writer");
+            self.load_topic(&name).await?;
+            let partitions = self
+                .cache
+                .topic(&name)
+                .map_or(0, |t| t.partitions.len() as i32);
+            self.partitions.events.publish(BrokerEvent::TopicCreated {
+                topic: name,
+                partitions,
+            });
+        }
+        Ok(())
+    }
+
+    /// `/admin/delete_topics` changed: delete the topics marked there (what
+    /// `kafka-topics.sh --zookeeper --delete` writes), or drop the marks
+    /// when `delete.topic.enable` is false, as Kafka does.
+    async fn deletions_requested(&self, marks: DeletionsRequested) -> Result<(), TopicError> {
+        for name in marks.names {
+            let exists = self.cache.read(|m| m.topics.contains_key(&name))
+                || self.store.get(&TopicZNode::path(&name)).await?.is_some();
+            if exists && self.config.delete_topic_enable {
+                self.delete_topic_data(&name).await?;
+                continue;
+            }
+            if exists {
+                log::warn!(
+                    "not deleting topic {name}, marked in {}: delete.topic.enable is false",
+                    crate::metadata::znodes::DeleteTopicsZNode::path()
+                );
+            }
+            match self
+                .store
+                .delete(&DeleteTopicsTopicZNode::path(&name), None)
+                .await
+            {
+                Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }
@@ -914,14 +978,70 @@ impl Actor for Controller {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
         self.follow_sessions(ctx);
+        self.follow_children(ctx, TopicsZNode::PATH, |names| TopicsChanged { names });
+        self.follow_children(
+            ctx,
+            crate::metadata::znodes::DeleteTopicsZNode::PATH,
+            |names| DeletionsRequested { names },
+        );
     }
 }
+
+/// How long a failed watch or read of a watched path waits before the next
+/// try (the store retries connection losses itself).
+const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Attempts to re-register after a session expiry while the store keeps
 /// failing (ZooKeeper unreachable), one second apart.
 const RECLAIM_ATTEMPTS: usize = 30;
 
 impl Controller {
+    /// Turns the children of `path` into a typed message to this actor,
+    /// now and after every change: watch first, then read, so no change
+    /// between the two is missed. A watch dropped by a session expiry
+    /// re-arms and re-reads the same way.
+    fn follow_children<M>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        path: &'static str,
+        message: fn(Vec<String>) -> M,
+    ) where
+        M: Message<Result = Result<(), TopicError>> + Send + 'static,
+        Self: Handler<M>,
+    {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = match store.watch(path).await {
+                        Ok(fired) => Some(fired),
+                        Err(e) => {
+                            log::warn!("cannot watch {path}: {e}");
+                            None
+                        }
+                    };
+                    match store.children(path).await {
+                        Ok(children) => match me.send(message(children)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => log::error!("handling a change of {path}: {e}"),
+                            // The controller stopped.
+                            Err(_) => return,
+                        },
+                        Err(e) => log::warn!("cannot read {path}: {e}"),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
     /// When the metadata store's session is replaced (a ZooKeeper session
     /// expiry), the registration and the `/controller` claim went with the
     /// old one: claim both again, with a new controller epoch. Losing the
@@ -1050,6 +1170,20 @@ controller_request!(
         configs: BTreeMap<String, String>,
         validate_only: bool,
     } -> (), alter_configs
+);
+
+controller_request!(
+    /// The children of `/brokers/topics`, read after a change.
+    TopicsChanged {
+        names: Vec<String>,
+    } -> (), topics_changed
+);
+
+controller_request!(
+    /// The children of `/admin/delete_topics`, read after a change.
+    DeletionsRequested {
+        names: Vec<String>,
+    } -> (), deletions_requested
 );
 
 /// Delete a topic and its data.

@@ -38,6 +38,25 @@ impl ZkView {
             .block_on(self.store.children(path))
             .expect("children")
     }
+
+    fn create(&self, path: &str, data: &str) {
+        self.runtime
+            .block_on(self.store.create_recursive(
+                path,
+                data.as_bytes().to_vec(),
+                ferrolog::metadata::CreateMode::Persistent,
+            ))
+            .unwrap_or_else(|e| panic!("create {path}: {e}"));
+    }
+
+    /// Polls (bounded) until `done` holds.
+    fn wait_until(&self, what: &str, done: impl Fn(&ZkView) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 fn root_store(zk: &ZooKeeperServer) -> ZkView {
@@ -538,4 +557,62 @@ fn zookeeper_down_for_ten_seconds_changes_nothing() {
         "{:?}",
         broker.log_lines()
     );
+}
+
+/// ZooKeeper-era tools write znodes instead of calling the broker:
+/// `kafka-topics.sh --zookeeper --create` writes `/config/topics/<t>` and a
+/// version-1 `/brokers/topics/<t>`; `--delete` writes
+/// `/admin/delete_topics/<t>`. The controller's watches take both up: the
+/// topic gets partition states and a topic id and serves clients; the
+/// marked topic is deleted, marker included.
+#[test]
+fn topics_written_by_zookeeper_era_tools_are_taken_up_and_deleted() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/tools", zk.connect_string());
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            connect.as_str(),
+            SESSION_MS,
+            "auto.create.topics.enable=false",
+        ],
+    );
+    let zk_root = root_store(&zk);
+    zk_root.create(
+        "/tools/config/topics/legacy",
+        r#"{"version":1,"config":{"retention.ms":"86400000"}}"#,
+    );
+    zk_root.create(
+        "/tools/brokers/topics/legacy",
+        r#"{"version":1,"partitions":{"0":[0],"1":[0]}}"#,
+    );
+    zk_root.wait_until("the partition states", |zk| {
+        zk.get("/tools/brokers/topics/legacy/partitions/1/state")
+            .is_some()
+    });
+    let assignment = json(&zk_root, "/tools/brokers/topics/legacy");
+    assert_eq!(assignment["version"], 3, "rewritten with a topic id");
+    assert!(assignment["topic_id"].as_str().is_some());
+    produce(&broker.bootstrap, "legacy", 10);
+    assert_eq!(consume_all(&broker.bootstrap, "legacy", 10).len(), 10);
+
+    zk_root.create("/tools/admin/delete_topics/legacy", "");
+    zk_root.wait_until("the deletion", |zk| {
+        zk.get("/tools/brokers/topics/legacy").is_none()
+            && zk.get("/tools/admin/delete_topics/legacy").is_none()
+            && zk.get("/tools/config/topics/legacy").is_none()
+    });
+    let consumer: BaseConsumer = client_config(&broker.bootstrap).create().expect("client");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metadata = consumer
+            .fetch_metadata(None, Duration::from_secs(10))
+            .expect("metadata");
+        if metadata.topics().iter().all(|t| t.name() != "legacy") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "legacy is still listed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
