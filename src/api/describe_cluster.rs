@@ -4,17 +4,18 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authorized_operations::{authorized_operations, Resource};
 use super::BrokerContext;
 
-/// Kafka's "authorized operations not requested" marker.
-const OPERATIONS_OMITTED: i32 = i32::MIN;
-
-pub fn handle(ctx: &BrokerContext, _request: DescribeClusterRequest) -> DescribeClusterResponse {
+pub fn handle(ctx: &BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse {
     let cluster = ctx.metadata.snapshot();
     DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(cluster.cluster_id.clone()))
         .with_controller_id(BrokerId(cluster.controller_id))
-        .with_cluster_authorized_operations(OPERATIONS_OMITTED)
+        .with_cluster_authorized_operations(authorized_operations(
+            Resource::Cluster,
+            request.include_cluster_authorized_operations,
+        ))
         .with_brokers(
             cluster
                 .brokers

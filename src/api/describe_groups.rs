@@ -6,18 +6,18 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authorized_operations::{authorized_operations, Resource};
 use super::{ask_group, BrokerContext};
 use crate::actors::consumer_group::DescribeGroup;
 use crate::group::state::GroupState;
 
-const OPERATIONS_OMITTED: i32 = i32::MIN;
-
 pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let mut groups = Vec::with_capacity(request.groups.len());
+    let operations = authorized_operations(Resource::Group, request.include_authorized_operations);
     for group_id in request.groups {
         let described = DescribedGroup::default()
             .with_group_id(group_id.clone())
-            .with_authorized_operations(OPERATIONS_OMITTED);
+            .with_authorized_operations(operations);
         groups.push(
             match ask_group(ctx, &group_id.0, DescribeGroup, false).await {
                 Ok(Some(d)) => {

@@ -1,30 +1,58 @@
 //! Metadata (key 3), v0-12: brokers, controller, cluster id and topics with
 //! their partitions. Unknown topics are auto-created when
-//! `auto.create.topics.enable` and the request (v4+) allow it.
+//! `auto.create.topics.enable` and the request (v4+) allow it. From v12 a
+//! request may name topics by id instead (KIP-516); as in Kafka, any id in
+//! the request makes it a request by ids, and unknown ids answer
+//! UNKNOWN_TOPIC_ID.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authorized_operations::{authorized_operations, Resource};
 use super::create_topics::auto_create_topic;
 use super::BrokerContext;
 use crate::cluster::{validate_topic_name, TopicMetadata};
 
-const OPERATIONS_OMITTED: i32 = i32::MIN;
+/// What the request asks for.
+enum Requested {
+    All,
+    Names(Vec<String>),
+    Ids(Vec<uuid::Uuid>),
+    /// A v10/v11 request with a null name or a topic id, which only v12
+    /// allows (Kafka: InvalidRequestException for every topic).
+    Invalid(Vec<MetadataRequestTopic>),
+}
 
 pub async fn handle(
     ctx: &BrokerContext,
     request: MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
-    let requested: Option<Vec<String>> = match request.topics {
+    let requested = match request.topics {
         // v0 has no null: an empty list means every topic.
-        Some(topics) if version == 0 && topics.is_empty() => None,
-        None => None,
-        Some(topics) => Some(
+        Some(topics) if version == 0 && topics.is_empty() => Requested::All,
+        None => Requested::All,
+        Some(topics)
+            if version < 12
+                && topics
+                    .iter()
+                    .any(|t| t.name.is_none() || !t.topic_id.is_nil()) =>
+        {
+            Requested::Invalid(topics)
+        }
+        Some(topics) if topics.iter().any(|t| !t.topic_id.is_nil()) => Requested::Ids(
+            topics
+                .into_iter()
+                .map(|t| t.topic_id)
+                .filter(|id| !id.is_nil())
+                .collect(),
+        ),
+        Some(topics) => Requested::Names(
             topics
                 .into_iter()
                 .filter_map(|t| t.name.map(|n| n.0.to_string()))
@@ -32,16 +60,45 @@ pub async fn handle(
         ),
     };
     let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
+    let operations = version >= 8 && request.include_topic_authorized_operations;
     let mut topics = Vec::new();
     match requested {
-        None => {
+        Requested::All => {
             for topic in ctx.metadata.snapshot().topics.values() {
-                topics.push(topic_response(topic, version));
+                topics.push(topic_response(topic, version, operations));
             }
         }
-        Some(names) => {
+        Requested::Names(names) => {
             for name in names {
-                topics.push(requested_topic(ctx, &name, allow_auto_create, version).await);
+                topics.push(
+                    requested_topic(ctx, &name, allow_auto_create, version, operations).await,
+                );
+            }
+        }
+        Requested::Ids(ids) => {
+            let cluster = ctx.metadata.snapshot();
+            for id in ids {
+                let found = cluster
+                    .topics
+                    .values()
+                    .find(|t| t.topic_id == *id.as_bytes());
+                topics.push(match found {
+                    Some(topic) => topic_response(topic, version, operations),
+                    None => MetadataResponseTopic::default()
+                        .with_name(None)
+                        .with_topic_id(id)
+                        .with_error_code(ResponseError::UnknownTopicId.code()),
+                });
+            }
+        }
+        Requested::Invalid(requested) => {
+            for topic in requested {
+                topics.push(
+                    MetadataResponseTopic::default()
+                        .with_name(topic.name)
+                        .with_topic_id(topic.topic_id)
+                        .with_error_code(ResponseError::InvalidRequest.code()),
+                );
             }
         }
     }
@@ -67,7 +124,10 @@ pub async fn handle(
             response.with_cluster_id(Some(StrBytes::from_string(cluster.cluster_id.clone())));
     }
     if (8..=10).contains(&version) {
-        response = response.with_cluster_authorized_operations(OPERATIONS_OMITTED);
+        response = response.with_cluster_authorized_operations(authorized_operations(
+            Resource::Cluster,
+            request.include_cluster_authorized_operations,
+        ));
     }
     response
 }
@@ -77,9 +137,10 @@ async fn requested_topic(
     name: &str,
     allow_auto_create: bool,
     version: i16,
+    operations: bool,
 ) -> MetadataResponseTopic {
     if let Some(topic) = ctx.metadata.topic(name) {
-        return topic_response(&topic, version);
+        return topic_response(&topic, version, operations);
     }
     let error = |code: i16| {
         MetadataResponseTopic::default()
@@ -93,12 +154,12 @@ async fn requested_topic(
         return error(ResponseError::UnknownTopicOrPartition.code());
     }
     match auto_create_topic(ctx, name).await {
-        Ok(topic) => topic_response(&topic, version),
+        Ok(topic) => topic_response(&topic, version, operations),
         Err(e) => error(e.code()),
     }
 }
 
-fn topic_response(topic: &TopicMetadata, version: i16) -> MetadataResponseTopic {
+fn topic_response(topic: &TopicMetadata, version: i16, operations: bool) -> MetadataResponseTopic {
     let mut response = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_is_internal(topic.is_internal)
@@ -120,7 +181,8 @@ fn topic_response(topic: &TopicMetadata, version: i16) -> MetadataResponseTopic 
         response = response.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id));
     }
     if version >= 8 {
-        response = response.with_topic_authorized_operations(OPERATIONS_OMITTED);
+        response = response
+            .with_topic_authorized_operations(authorized_operations(Resource::Topic, operations));
     }
     response
 }

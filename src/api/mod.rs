@@ -7,6 +7,7 @@
 //! panic on client input: a bad request gets Kafka's error code.
 
 pub mod api_versions;
+pub mod authorized_operations;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;

@@ -85,7 +85,7 @@ implemented_apis! {
     LeaveGroup(LeaveGroupRequest) = LeaveGroup, 0..=4;
     SyncGroup(SyncGroupRequest) = SyncGroup, 0..=5;
     DescribeGroups(DescribeGroupsRequest) = DescribeGroups, 0..=5;
-    ListGroups(ListGroupsRequest) = ListGroups, 0..=4;
+    ListGroups(ListGroupsRequest) = ListGroups, 0..=5;
     ApiVersions(ApiVersionsRequest) = ApiVersions, 0..=3;
     CreateTopics(CreateTopicsRequest) = CreateTopics, 0..=7;
     DeleteTopics(DeleteTopicsRequest) = DeleteTopics, 0..=6;
