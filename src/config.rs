@@ -59,6 +59,9 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms",
     "log.message.timestamp.type",
+    "log.message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms",
     "log.cleanup.policy",
     "compression.type",
     "num.recovery.threads.per.data.dir",
@@ -89,6 +92,9 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "index.interval.bytes",
     "max.message.bytes",
     "message.timestamp.type",
+    "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
     "flush.messages",
     "flush.ms",
     "cleanup.policy",
@@ -254,6 +260,9 @@ pub struct BrokerConfig {
     pub log_flush_offset_checkpoint_interval_ms: u64,
     pub log_flush_start_offset_checkpoint_interval_ms: u64,
     pub log_message_timestamp_type: TimestampType,
+    pub log_message_timestamp_difference_max_ms: i64,
+    pub log_message_timestamp_before_max_ms: i64,
+    pub log_message_timestamp_after_max_ms: i64,
     pub log_cleanup_policy: CleanupPolicy,
     pub compression_type: CompressionType,
     pub num_recovery_threads_per_data_dir: usize,
@@ -317,6 +326,9 @@ impl Default for BrokerConfig {
             log_flush_offset_checkpoint_interval_ms: 60_000,
             log_flush_start_offset_checkpoint_interval_ms: 60_000,
             log_message_timestamp_type: log.message_timestamp_type,
+            log_message_timestamp_difference_max_ms: log.message_timestamp_difference_max_ms,
+            log_message_timestamp_before_max_ms: log.message_timestamp_before_max_ms,
+            log_message_timestamp_after_max_ms: log.message_timestamp_after_max_ms,
             log_cleanup_policy: CleanupPolicy::Delete,
             compression_type: CompressionType::Producer,
             num_recovery_threads_per_data_dir: 1,
@@ -427,6 +439,9 @@ impl BrokerConfig {
             retention_bytes: self.log_retention_bytes,
             max_message_bytes: self.message_max_bytes,
             message_timestamp_type: self.log_message_timestamp_type,
+            message_timestamp_difference_max_ms: self.log_message_timestamp_difference_max_ms,
+            message_timestamp_before_max_ms: self.log_message_timestamp_before_max_ms,
+            message_timestamp_after_max_ms: self.log_message_timestamp_after_max_ms,
             flush_messages: self.log_flush_interval_messages,
             flush_ms: self.log_flush_interval_ms,
         }
@@ -643,6 +658,24 @@ impl BrokerConfig {
                 Some(raw) => parse_timestamp_type("log.message.timestamp.type", raw)?,
                 None => d.log_message_timestamp_type,
             },
+            log_message_timestamp_difference_max_ms: p.int(
+                "log.message.timestamp.difference.max.ms",
+                Long,
+                0,
+                d.log_message_timestamp_difference_max_ms,
+            )?,
+            log_message_timestamp_before_max_ms: p.int(
+                "log.message.timestamp.before.max.ms",
+                Long,
+                0,
+                d.log_message_timestamp_before_max_ms,
+            )?,
+            log_message_timestamp_after_max_ms: p.int(
+                "log.message.timestamp.after.max.ms",
+                Long,
+                0,
+                d.log_message_timestamp_after_max_ms,
+            )?,
             log_cleanup_policy: match p.raw("log.cleanup.policy") {
                 Some(raw) => parse_cleanup_policy("log.cleanup.policy", raw)?,
                 None => d.log_cleanup_policy,
@@ -792,6 +825,15 @@ pub fn apply_topic_overrides(
             "max.message.bytes" => config.max_message_bytes = parse_int(key, value, Int, 0)?,
             "message.timestamp.type" => {
                 config.message_timestamp_type = parse_timestamp_type(key, value)?
+            }
+            "message.timestamp.difference.max.ms" => {
+                config.message_timestamp_difference_max_ms = parse_int(key, value, Long, 0)?
+            }
+            "message.timestamp.before.max.ms" => {
+                config.message_timestamp_before_max_ms = parse_int(key, value, Long, 0)?
+            }
+            "message.timestamp.after.max.ms" => {
+                config.message_timestamp_after_max_ms = parse_int(key, value, Long, 0)?
             }
             // Kafka allows 0 here (unlike the broker-wide key): flush on every append.
             "flush.messages" => config.flush_messages = parse_int(key, value, Long, 0)?,
@@ -1756,6 +1798,8 @@ mod tests {
             "log.segment.bytes=1000\nlog.roll.ms=2000\nlog.index.size.max.bytes=3000\n\
              log.index.interval.bytes=40\nlog.retention.ms=5000\nlog.retention.bytes=6000\n\
              message.max.bytes=7000\nlog.message.timestamp.type=LogAppendTime\n\
+             log.message.timestamp.difference.max.ms=10\nlog.message.timestamp.before.max.ms=11\n\
+             log.message.timestamp.after.max.ms=12\n\
              log.flush.interval.messages=8\nlog.flush.interval.ms=9",
         );
         let expected = LogConfig {
@@ -1767,6 +1811,9 @@ mod tests {
             retention_bytes: 6000,
             max_message_bytes: 7000,
             message_timestamp_type: TimestampType::LogAppendTime,
+            message_timestamp_difference_max_ms: 10,
+            message_timestamp_before_max_ms: 11,
+            message_timestamp_after_max_ms: 12,
             flush_messages: 8,
             flush_ms: 9,
         };
@@ -1785,6 +1832,9 @@ mod tests {
             ("index.interval.bytes", "6"),
             ("max.message.bytes", "7"),
             ("message.timestamp.type", "LogAppendTime"),
+            ("message.timestamp.difference.max.ms", "11"),
+            ("message.timestamp.before.max.ms", "12"),
+            ("message.timestamp.after.max.ms", "13"),
             ("flush.messages", "0"),
             ("flush.ms", "9"),
             ("cleanup.policy", "delete"),
@@ -1801,6 +1851,9 @@ mod tests {
             retention_bytes: 2,
             max_message_bytes: 7,
             message_timestamp_type: TimestampType::LogAppendTime,
+            message_timestamp_difference_max_ms: 11,
+            message_timestamp_before_max_ms: 12,
+            message_timestamp_after_max_ms: 13,
             flush_messages: 0,
             flush_ms: 9,
         };

@@ -193,3 +193,116 @@ fn list_groups_v5_filters_by_type() {
     assert_eq!(names(&list(&["CLASSIC", "consumer"])), expected);
     assert!(names(&list(&["consumer"])).is_empty());
 }
+
+/// Produce one v2 batch of records with these timestamps; the partition's
+/// answer (Produce v9, so `record_errors` is on the wire).
+fn produce_at(
+    bootstrap: &str,
+    topic: &str,
+    timestamps: &[i64],
+) -> kafka_protocol::messages::produce_response::PartitionProduceResponse {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+    let records: Vec<_> = timestamps
+        .iter()
+        .enumerate()
+        .map(|(i, &ts)| {
+            ferrolog::protocol::records::data_record(
+                i,
+                ts,
+                None,
+                Some(bytes::Bytes::from(format!("v{i}"))),
+                Default::default(),
+            )
+        })
+        .collect();
+    let batch = ferrolog::protocol::records::encode_records(&records).expect("batch");
+    let response: ProduceResponse = raw_request(
+        bootstrap,
+        ApiKey::Produce,
+        9,
+        &ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]),
+        TIMEOUT,
+    );
+    response.responses[0].partition_responses[0].clone()
+}
+
+/// `message.timestamp.before.max.ms` / `after.max.ms` (topic and broker
+/// level, KIP-937) and the deprecated `difference.max.ms`: a CreateTime
+/// record outside the window fails its batch with INVALID_TIMESTAMP,
+/// naming the record in `record_errors` (Produce v8+), and nothing of the
+/// batch is written; LogAppendTime topics are not checked.
+#[test]
+fn message_timestamp_bounds_are_enforced_per_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &["log.message.timestamp.after.max.ms=60000"]);
+    let hour = 3_600_000;
+    let topics = [
+        NewTopic::new("bounded", 1, TopicReplication::Fixed(1))
+            .set("message.timestamp.before.max.ms", "3600000"),
+        NewTopic::new("legacy-bound", 1, TopicReplication::Fixed(1))
+            .set("message.timestamp.difference.max.ms", "3600000"),
+        NewTopic::new("broker-bound", 1, TopicReplication::Fixed(1)),
+        NewTopic::new("appended", 1, TopicReplication::Fixed(1))
+            .set("message.timestamp.type", "LogAppendTime"),
+    ];
+    for result in block_on(admin(&broker.bootstrap).create_topics(&topics, &admin_options(TIMEOUT)))
+        .expect("CreateTopics answered")
+    {
+        result.expect("created");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+
+    let refused = produce_at(&broker.bootstrap, "bounded", &[now, now - 2 * hour, now]);
+    assert_eq!(refused.error_code, ResponseError::InvalidTimestamp.code());
+    assert_eq!(refused.record_errors.len(), 1);
+    assert_eq!(refused.record_errors[0].batch_index, 1);
+    let message = refused.record_errors[0]
+        .batch_index_error_message
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    assert!(message.contains("is out of range"), "{message}");
+    assert!(refused.error_message.is_some());
+    let accepted = produce_at(&broker.bootstrap, "bounded", &[now, now - hour / 2]);
+    assert_eq!(accepted.error_code, 0);
+    assert_eq!(
+        accepted.base_offset, 0,
+        "the refused batch left nothing behind"
+    );
+
+    // The deprecated key bounds both sides.
+    let future = produce_at(&broker.bootstrap, "legacy-bound", &[now + 2 * hour]);
+    assert_eq!(future.error_code, ResponseError::InvalidTimestamp.code());
+    assert_eq!(future.record_errors[0].batch_index, 0);
+    assert_eq!(
+        produce_at(&broker.bootstrap, "legacy-bound", &[now - hour / 2]).error_code,
+        0
+    );
+
+    // The broker default applies to topics without their own.
+    let ahead = produce_at(&broker.bootstrap, "broker-bound", &[now, now + hour]);
+    assert_eq!(ahead.error_code, ResponseError::InvalidTimestamp.code());
+    assert_eq!(ahead.record_errors[0].batch_index, 1);
+    assert_eq!(
+        produce_at(&broker.bootstrap, "broker-bound", &[now - 100 * hour]).error_code,
+        0,
+        "no bound behind"
+    );
+
+    // LogAppendTime replaces the producer's timestamps: nothing to check.
+    assert_eq!(
+        produce_at(&broker.bootstrap, "appended", &[now + 10 * hour]).error_code,
+        0
+    );
+}

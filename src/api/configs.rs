@@ -71,6 +71,11 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
             TimestampType::CreateTime => "CreateTime".to_string(),
             TimestampType::LogAppendTime => "LogAppendTime".to_string(),
         },
+        "message.timestamp.difference.max.ms" => {
+            config.message_timestamp_difference_max_ms.to_string()
+        }
+        "message.timestamp.before.max.ms" => config.message_timestamp_before_max_ms.to_string(),
+        "message.timestamp.after.max.ms" => config.message_timestamp_after_max_ms.to_string(),
         "flush.messages" => config.flush_messages.to_string(),
         "flush.ms" => config.flush_ms.to_string(),
         "cleanup.policy" => "delete".to_string(),

@@ -231,6 +231,9 @@ fn log_error_code(error: &LogError) -> i16 {
         LogError::InvalidBatch(BatchError::Empty | BatchError::InvalidRecordCount { .. }) => {
             ResponseError::InvalidRecord.code()
         }
+        LogError::InvalidBatch(BatchError::InvalidTimestamp { .. }) => {
+            ResponseError::InvalidTimestamp.code()
+        }
         LogError::InvalidBatch(_) => ResponseError::CorruptMessage.code(),
         LogError::NonMonotonicOffset { .. } => ResponseError::InvalidRequest.code(),
         LogError::Io { .. }

@@ -13,15 +13,20 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
 use super::create_topics::auto_create_topic;
 use super::{error_code, BrokerContext};
+use crate::actors::log::LogActorError;
 use crate::actors::partition::AppendRecords;
 use crate::cluster::is_internal_topic;
+use crate::storage::batch::BatchError;
+use crate::storage::LogError;
 use crate::topic_partition::TopicPartition;
 
 /// Produce requests of one connection hand their appends to the partition
@@ -177,6 +182,7 @@ pub async fn handle(
                         log::debug!("produce to {tp} failed: {e}");
                         response
                             .with_error_code(error_code(&e))
+                            .with_record_errors(record_errors(&e))
                             .with_error_message(Some(StrBytes::from_string(e.to_string())))
                     }
                     Err(_) => response.with_error_code(ResponseError::NotLeaderOrFollower.code()),
@@ -239,4 +245,17 @@ fn isr_too_small(ctx: &BrokerContext, tp: &TopicPartition) -> bool {
             .get(&tp.partition)
             .is_some_and(|p| p.isr.len() < min_isr)
     })
+}
+
+/// Produce v8's `record_errors`: which record of the batch a per-record
+/// validation refused (Kafka's RecordValidationException), else none.
+fn record_errors(error: &LogActorError) -> Vec<BatchIndexAndErrorMessage> {
+    match error {
+        LogActorError::Log(LogError::InvalidBatch(
+            e @ BatchError::InvalidTimestamp { record_index, .. },
+        )) => vec![BatchIndexAndErrorMessage::default()
+            .with_batch_index(*record_index as i32)
+            .with_batch_index_error_message(Some(StrBytes::from_string(e.to_string())))],
+        _ => Vec::new(),
+    }
 }

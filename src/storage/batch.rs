@@ -76,6 +76,20 @@ pub enum BatchError {
     Undecodable { position: usize, reason: String },
     #[error("compressed magic {magic} message at byte {position}: only uncompressed v0/v1 message sets are accepted")]
     UnsupportedLegacyCompression { position: usize, magic: i8 },
+    /// Kafka's RecordValidationException for a CreateTime timestamp out of
+    /// `message.timestamp.before.max.ms`/`after.max.ms`; `record_index` is
+    /// the record's index in its batch (Produce v8's `batch_index`).
+    #[error(
+        "Timestamp {timestamp} of message with offset {offset} is out of range. \
+         The timestamp should be within [{earliest}, {latest}]"
+    )]
+    InvalidTimestamp {
+        record_index: usize,
+        timestamp: i64,
+        offset: i64,
+        earliest: i64,
+        latest: i64,
+    },
 }
 
 /// What the fixed header of one entry says, without touching its records.
@@ -379,8 +393,44 @@ impl AssignedRecords {
     }
 }
 
+/// Refuses the first record whose CreateTime timestamp lies more than
+/// `before_max_ms` behind or `after_max_ms` ahead of `now_ms` (Kafka's
+/// `LogValidator.validateTimestamp`). It decodes every record, so appends
+/// call it only when a topic sets those bounds; v0 records have no
+/// timestamp and pass.
+pub fn check_timestamps(
+    records: &[u8],
+    now_ms: i64,
+    before_max_ms: i64,
+    after_max_ms: i64,
+) -> Result<(), BatchError> {
+    let earliest = now_ms.saturating_sub(before_max_ms);
+    let latest = now_ms.saturating_add(after_max_ms);
+    let mut position = 0;
+    while position < records.len() {
+        let header = validate_entry(&records[position..], position)?;
+        if header.magic > 0 {
+            let entry = &records[position..position + header.size];
+            for (record_index, record) in decode_entry(entry, position)?.iter().enumerate() {
+                if record.timestamp < earliest || record.timestamp > latest {
+                    return Err(BatchError::InvalidTimestamp {
+                        record_index,
+                        timestamp: record.timestamp,
+                        offset: record.offset,
+                        earliest,
+                        latest,
+                    });
+                }
+            }
+        }
+        position += header.size;
+    }
+    Ok(())
+}
+
 /// Decode every record of one entry (any magic, any codec). Used for lookups
-/// by timestamp, never on the produce or fetch path.
+/// by timestamp and for timestamp bounds, never on the default produce path
+/// or the fetch path.
 pub fn decode_entry(entry: &[u8], position: usize) -> Result<Vec<Record>, BatchError> {
     let mut buf = Bytes::copy_from_slice(entry);
     RecordBatchDecoder::decode(&mut buf)

@@ -28,6 +28,14 @@ pub struct LogConfig {
     pub max_message_bytes: u64,
     /// `message.timestamp.type` / `log.message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.difference.max.ms` (deprecated by KIP-937): the
+    /// bound on both sides when the two below are left at their default.
+    pub message_timestamp_difference_max_ms: i64,
+    /// `message.timestamp.before.max.ms`: how far behind the broker's clock
+    /// a CreateTime record may be.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far ahead of it.
+    pub message_timestamp_after_max_ms: i64,
     /// `flush.messages` / `log.flush.interval.messages`: fsync after this many messages.
     pub flush_messages: u64,
     /// `flush.ms` / `log.flush.interval.ms`: fsync when the last flush is older than this.
@@ -46,8 +54,35 @@ impl Default for LogConfig {
             retention_bytes: -1,
             max_message_bytes: 1_048_588,
             message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_difference_max_ms: i64::MAX,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: i64::MAX,
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX,
         }
+    }
+}
+
+impl LogConfig {
+    /// The window a CreateTime record's timestamp must fall in, as
+    /// (before, after) the broker's clock, or `None` when unbounded (the
+    /// default, so appends skip the per-record check). KIP-937: an explicit
+    /// `before`/`after` wins, otherwise `difference` applies.
+    pub fn timestamp_bounds(&self) -> Option<(i64, i64)> {
+        if self.message_timestamp_type != TimestampType::CreateTime {
+            return None;
+        }
+        let pick = |explicit: i64| {
+            if explicit == i64::MAX {
+                self.message_timestamp_difference_max_ms
+            } else {
+                explicit
+            }
+        };
+        let bounds = (
+            pick(self.message_timestamp_before_max_ms),
+            pick(self.message_timestamp_after_max_ms),
+        );
+        (bounds != (i64::MAX, i64::MAX)).then_some(bounds)
     }
 }

@@ -197,6 +197,10 @@ impl PartitionLog {
         records: impl Into<Bytes>,
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
+        let records: Bytes = records.into();
+        if let Some((before, after)) = self.config.timestamp_bounds() {
+            batch::check_timestamps(&records, now_ms, before, after)?;
+        }
         let assigned = batch::assign_offsets(
             records,
             self.log_end_offset(),
