@@ -82,25 +82,6 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "group.max.size",
 ];
 
-/// Every topic-level key [`apply_topic_overrides`] accepts.
-pub const TOPIC_CONFIG_KEYS: &[&str] = &[
-    "retention.ms",
-    "retention.bytes",
-    "segment.bytes",
-    "segment.ms",
-    "segment.index.bytes",
-    "index.interval.bytes",
-    "max.message.bytes",
-    "message.timestamp.type",
-    "message.timestamp.difference.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.after.max.ms",
-    "flush.messages",
-    "flush.ms",
-    "cleanup.policy",
-    "min.insync.replicas",
-];
-
 /// Kafka refuses smaller segments: one must hold at least a v0 record's overhead.
 const MIN_SEGMENT_BYTES: i64 = 14;
 /// An offset index smaller than one entry could never index anything.
@@ -216,6 +197,9 @@ pub struct BrokerConfig {
     pub zookeeper_connect: Option<String>,
     /// `broker.rack`: written into the broker's registration.
     pub broker_rack: Option<String>,
+    /// The keys the file or `--override`s set, with their raw values:
+    /// DescribeConfigs tells a static broker setting from a default.
+    pub set_keys: std::collections::BTreeMap<String, String>,
     pub zookeeper_session_timeout_ms: u64,
     /// Falls back to `zookeeper_session_timeout_ms` when unset.
     pub zookeeper_connection_timeout_ms: u64,
@@ -294,6 +278,7 @@ impl Default for BrokerConfig {
             log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
             zookeeper_connect: None,
             broker_rack: None,
+            set_keys: std::collections::BTreeMap::new(),
             zookeeper_session_timeout_ms: 18_000,
             zookeeper_connection_timeout_ms: 18_000,
             listeners: vec![default_listener()],
@@ -405,7 +390,8 @@ impl BrokerConfig {
         }
 
         let props = Props { values };
-        let config = BrokerConfig::from_props(&props, &mut warnings)?;
+        let mut config = BrokerConfig::from_props(&props, &mut warnings)?;
+        config.set_keys = props.values.into_iter().collect();
         Ok((config, warnings))
     }
 
@@ -552,6 +538,7 @@ impl BrokerConfig {
                 .map(str::trim)
                 .filter(|rack| !rack.is_empty())
                 .map(str::to_owned),
+            set_keys: std::collections::BTreeMap::new(),
             zookeeper_session_timeout_ms,
             zookeeper_connection_timeout_ms,
             listeners,
@@ -844,7 +831,13 @@ pub fn apply_topic_overrides(
             "min.insync.replicas" => {
                 let _: i32 = parse_int(key, value, Int, 1)?;
             }
-            _ => return Err(invalid(key, value, "unknown or unsupported topic config")),
+            _ => match crate::topic_config::topic_config(key) {
+                // Kafka's key, not honoured yet: stored and described,
+                // checked against its type (see `topic_config`).
+                Some(def) if !def.honoured => crate::topic_config::validate_unhonoured(def, value)
+                    .map_err(|reason| invalid(key, value, &reason))?,
+                _ => return Err(invalid(key, value, "unknown or unsupported topic config")),
+            },
         }
     }
     Ok(config)
@@ -1896,16 +1889,19 @@ mod tests {
         );
     }
 
-    /// Every topic key the function accepts is listed in TOPIC_CONFIG_KEYS and vice versa.
+    /// Every key of Kafka's topic config table is accepted with a valid value.
     #[test]
     fn topic_key_list_is_complete() {
-        let valid = |key: &str| match key {
-            "message.timestamp.type" => "CreateTime",
-            "cleanup.policy" => "delete",
-            _ => "100",
-        };
-        for key in TOPIC_CONFIG_KEYS {
-            topic(&[(key, valid(key))]).unwrap_or_else(|e| panic!("{key}: {e}"));
+        use crate::topic_config::{ConfigKind, TOPIC_CONFIGS};
+        for def in TOPIC_CONFIGS {
+            let value = match (def.name, def.kind) {
+                ("message.timestamp.type", _) => "CreateTime",
+                ("cleanup.policy", _) => "delete",
+                (_, ConfigKind::Boolean) => "false",
+                (_, ConfigKind::String | ConfigKind::List | ConfigKind::Double) => def.default,
+                _ => "100",
+            };
+            topic(&[(def.name, value)]).unwrap_or_else(|e| panic!("{}: {e}", def.name));
         }
     }
 

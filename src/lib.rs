@@ -26,6 +26,7 @@ pub mod metadata;
 pub mod net;
 pub mod protocol;
 pub mod storage;
+pub mod topic_config;
 pub mod topic_partition;
 
 #[path = "../actors/mod.rs"]

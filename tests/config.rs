@@ -57,6 +57,8 @@ fn shipped_file_is_defaults_plus_single_node_values() {
         // One broker can hold one replica of __consumer_offsets (Kafka's own
         // sample file sets 1 too).
         offsets_topic_replication_factor: 1,
+        // What the file sets, as it sets it (DescribeConfigs' sources).
+        set_keys: config.set_keys.clone(),
         ..BrokerConfig::default()
     };
     assert_eq!(config, expected);
@@ -214,4 +216,22 @@ fn compact_rejected() {
             .contains("log compaction is not supported yet"),
         "{err}"
     );
+}
+
+/// The README names every topic key that is accepted but not honoured yet,
+/// so an operator is never surprised by one that silently does nothing.
+#[test]
+fn readme_lists_every_unhonoured_topic_key() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    for def in ferrolog::topic_config::TOPIC_CONFIGS {
+        let listed = readme.contains(&format!("`{}`", def.name));
+        if !def.honoured {
+            assert!(
+                listed,
+                "{} is accepted but not honoured: list it in the README",
+                def.name
+            );
+        }
+    }
 }

@@ -306,3 +306,190 @@ fn message_timestamp_bounds_are_enforced_per_record() {
         0
     );
 }
+
+/// DescribeConfigs as kafka-configs and admin UIs read it: every topic key
+/// Kafka 3.9 lists, each with its type (v3+), its source (the topic's
+/// override, a static broker setting, or Kafka's default) and, when asked,
+/// its synonyms; keys ferrolog does not honour yet are accepted (by type)
+/// and described, not refused; unknown keys and ill-typed values are.
+#[test]
+fn describe_configs_answers_sources_types_and_synonyms() {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &["log.segment.bytes=1048576"]);
+    let topic = NewTopic::new("described", 1, TopicReplication::Fixed(1))
+        .set("retention.ms", "1000")
+        .set("preallocate", "true")
+        .set("compression.type", "lz4");
+    for result in
+        block_on(admin(&broker.bootstrap).create_topics([&topic], &admin_options(TIMEOUT)))
+            .expect("CreateTopics answered")
+    {
+        result.expect("created, unhonoured keys included");
+    }
+    let describe = |version: i16, resource_type: i8, name: &str| -> DescribeConfigsResponse {
+        raw_request(
+            &broker.bootstrap,
+            ApiKey::DescribeConfigs,
+            version,
+            &DescribeConfigsRequest::default()
+                .with_include_synonyms(version >= 1)
+                .with_resources(vec![DescribeConfigsResource::default()
+                    .with_resource_type(resource_type)
+                    .with_resource_name(StrBytes::from_string(name.to_string()))
+                    .with_configuration_keys(None)]),
+            TIMEOUT,
+        )
+    };
+    let described = describe(4, 2, "described");
+    let configs = &described.results[0].configs;
+    let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+    for def in ferrolog::topic_config::TOPIC_CONFIGS {
+        assert!(names.contains(&def.name), "{} is not listed", def.name);
+    }
+    let entry = |name: &str| {
+        configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let synonyms = |name: &str| -> Vec<(String, String, i8)> {
+        entry(name)
+            .synonyms
+            .iter()
+            .map(|s| {
+                (
+                    s.name.to_string(),
+                    s.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+                    s.source,
+                )
+            })
+            .collect()
+    };
+    const DYNAMIC_TOPIC: i8 = 1;
+    const STATIC_BROKER: i8 = 4;
+    const DEFAULT: i8 = 5;
+    const LONG: i8 = 5;
+    const INT: i8 = 3;
+    const BOOLEAN: i8 = 1;
+
+    let retention = entry("retention.ms");
+    assert_eq!(
+        retention.value.as_ref().map(|v| v.to_string()).as_deref(),
+        Some("1000")
+    );
+    assert_eq!(
+        (retention.config_source, retention.config_type),
+        (DYNAMIC_TOPIC, LONG)
+    );
+    assert_eq!(
+        synonyms("retention.ms")[0],
+        ("retention.ms".into(), "1000".into(), DYNAMIC_TOPIC)
+    );
+
+    let segment = entry("segment.bytes");
+    assert_eq!(
+        segment.value.as_ref().map(|v| v.to_string()).as_deref(),
+        Some("1048576")
+    );
+    assert_eq!(
+        (segment.config_source, segment.config_type),
+        (STATIC_BROKER, INT)
+    );
+    assert_eq!(
+        synonyms("segment.bytes"),
+        vec![
+            ("log.segment.bytes".into(), "1048576".into(), STATIC_BROKER),
+            ("log.segment.bytes".into(), "1073741824".into(), DEFAULT),
+        ]
+    );
+
+    let preallocate = entry("preallocate");
+    assert_eq!(
+        preallocate.value.as_ref().map(|v| v.to_string()).as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        (preallocate.config_source, preallocate.config_type),
+        (DYNAMIC_TOPIC, BOOLEAN)
+    );
+    let delete_retention = entry("delete.retention.ms");
+    assert_eq!(
+        delete_retention
+            .value
+            .as_ref()
+            .map(|v| v.to_string())
+            .as_deref(),
+        Some("86400000")
+    );
+    assert_eq!(delete_retention.config_source, DEFAULT);
+    assert!(
+        configs.iter().all(|c| !c.read_only),
+        "topic configs are alterable"
+    );
+
+    // v0 has is_default instead of a source.
+    let v0 = describe(0, 2, "described");
+    let is_default = |name: &str| {
+        v0.results[0]
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .map(|c| c.is_default)
+    };
+    assert_eq!(is_default("delete.retention.ms"), Some(true));
+    assert_eq!(is_default("retention.ms"), Some(false));
+
+    // The broker: static settings, read-only, typed.
+    let broker_configs = describe(4, 4, "0");
+    let segment = broker_configs.results[0]
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "log.segment.bytes")
+        .expect("log.segment.bytes");
+    assert_eq!(
+        (
+            segment.config_source,
+            segment.config_type,
+            segment.read_only
+        ),
+        (STATIC_BROKER, INT, true)
+    );
+
+    // Unhonoured keys alter like any other; unknown keys and bad values do
+    // not. (Raw requests: rust-rdkafka's alter_configs drops per-resource
+    // errors.)
+    let alter = |key: &str, value: &str| -> i16 {
+        use kafka_protocol::messages::alter_configs_request::{
+            AlterConfigsResource, AlterableConfig,
+        };
+        use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
+        let response: AlterConfigsResponse = raw_request(
+            &broker.bootstrap,
+            ApiKey::AlterConfigs,
+            1,
+            &AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("described"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_string(key.to_string()))
+                    .with_value(Some(StrBytes::from_string(value.to_string())))])]),
+            TIMEOUT,
+        );
+        response.responses[0].error_code
+    };
+    assert_eq!(alter("compression.type", "gzip"), 0);
+    assert_eq!(
+        alter("retention.hours", "1"),
+        ResponseError::InvalidConfig.code()
+    );
+    assert_eq!(
+        alter("preallocate", "yes"),
+        ResponseError::InvalidConfig.code()
+    );
+    assert_eq!(
+        alter("compression.type", "brotli"),
+        ResponseError::InvalidConfig.code()
+    );
+}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResourceResponse;
 use kafka_protocol::messages::{
@@ -21,8 +21,8 @@ use super::BrokerContext;
 use crate::actors::controller::{AlterTopicConfigs, TopicError};
 use crate::cluster::TopicMetadata;
 use crate::config::BrokerConfig;
-use crate::config::TOPIC_CONFIG_KEYS;
 use crate::storage::{LogConfig, TimestampType};
+use crate::topic_config::{ConfigKind, TOPIC_CONFIGS};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -37,23 +37,49 @@ pub struct ConfigEntry {
     pub name: String,
     pub value: String,
     pub source: i8,
+    /// Kafka's `ConfigType` code (DescribeConfigs v3+), 0 when unknown.
+    pub kind: i8,
+    /// Where the value could come from, most specific first (name, value,
+    /// source), as `include_synonyms` asks.
+    pub synonyms: Vec<(String, String, i8)>,
 }
 
-/// Every topic config with its effective value and where it comes from.
+/// Every topic config Kafka lists, with its effective value, where it
+/// comes from, and its synonyms: the topic's override, the broker key when
+/// server.properties sets it, then Kafka's default.
 pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec<ConfigEntry> {
-    TOPIC_CONFIG_KEYS
+    TOPIC_CONFIGS
         .iter()
-        .map(|&key| match topic.configs.get(key) {
-            Some(value) => ConfigEntry {
-                name: key.to_string(),
-                value: value.clone(),
-                source: SOURCE_DYNAMIC_TOPIC,
-            },
-            None => ConfigEntry {
-                name: key.to_string(),
-                value: effective_value(key, &topic.log_config, broker),
-                source: SOURCE_DEFAULT,
-            },
+        .map(|def| {
+            let mut synonyms = Vec::new();
+            if let Some(value) = topic.configs.get(def.name) {
+                synonyms.push((def.name.to_string(), value.clone(), SOURCE_DYNAMIC_TOPIC));
+            }
+            if let Some(broker_key) = def.broker_key {
+                if let Some(value) = broker.set_keys.get(broker_key) {
+                    synonyms.push((broker_key.to_string(), value.clone(), SOURCE_STATIC_BROKER));
+                }
+                synonyms.push((
+                    broker_key.to_string(),
+                    def.default.to_string(),
+                    SOURCE_DEFAULT,
+                ));
+            }
+            let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.2);
+            let value = match topic.configs.get(def.name) {
+                Some(value) => value.clone(),
+                None if def.honoured => effective_value(def.name, &topic.log_config, broker),
+                None => synonyms
+                    .first()
+                    .map_or_else(|| def.default.to_string(), |s| s.1.clone()),
+            };
+            ConfigEntry {
+                name: def.name.to_string(),
+                value,
+                source,
+                kind: def.kind as i8,
+                synonyms,
+            }
         })
         .collect()
 }
@@ -86,11 +112,13 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
 }
 
 fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
+    use ConfigKind::{Boolean, Int, Long, String as Str};
     let c = &ctx.config;
-    let entries: Vec<(&str, String)> = vec![
-        ("broker.id", c.broker_id.to_string()),
+    let entries: Vec<(&str, ConfigKind, String)> = vec![
+        ("broker.id", Int, c.broker_id.to_string()),
         (
             "log.dirs",
+            Str,
             c.log_dirs
                 .iter()
                 .map(|d| d.display().to_string())
@@ -99,45 +127,77 @@ fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
         ),
         (
             "zookeeper.connect",
+            Str,
             c.zookeeper_connect.clone().unwrap_or_default(),
         ),
-        ("num.partitions", c.num_partitions.to_string()),
+        ("num.partitions", Int, c.num_partitions.to_string()),
         (
             "default.replication.factor",
+            Int,
             c.default_replication_factor.to_string(),
         ),
         (
             "auto.create.topics.enable",
+            Boolean,
             c.auto_create_topics_enable.to_string(),
         ),
-        ("delete.topic.enable", c.delete_topic_enable.to_string()),
-        ("message.max.bytes", c.message_max_bytes.to_string()),
-        ("min.insync.replicas", c.min_insync_replicas.to_string()),
-        ("log.segment.bytes", c.log_segment_bytes.to_string()),
-        ("log.roll.ms", c.log_roll_ms.to_string()),
-        ("log.retention.ms", c.log_retention_ms.to_string()),
-        ("log.retention.bytes", c.log_retention_bytes.to_string()),
+        (
+            "delete.topic.enable",
+            Boolean,
+            c.delete_topic_enable.to_string(),
+        ),
+        ("message.max.bytes", Int, c.message_max_bytes.to_string()),
+        (
+            "min.insync.replicas",
+            Int,
+            c.min_insync_replicas.to_string(),
+        ),
+        ("log.segment.bytes", Int, c.log_segment_bytes.to_string()),
+        ("log.roll.ms", Long, c.log_roll_ms.to_string()),
+        ("log.retention.ms", Long, c.log_retention_ms.to_string()),
+        (
+            "log.retention.bytes",
+            Long,
+            c.log_retention_bytes.to_string(),
+        ),
         (
             "log.retention.check.interval.ms",
+            Long,
             c.log_retention_check_interval_ms.to_string(),
         ),
         (
             "log.index.interval.bytes",
+            Int,
             c.log_index_interval_bytes.to_string(),
         ),
         (
             "socket.request.max.bytes",
+            Int,
             c.socket_request_max_bytes.to_string(),
         ),
-        ("num.network.threads", c.num_network_threads.to_string()),
-        ("num.io.threads", c.num_io_threads.to_string()),
+        (
+            "num.network.threads",
+            Int,
+            c.num_network_threads.to_string(),
+        ),
+        ("num.io.threads", Int, c.num_io_threads.to_string()),
     ];
     entries
         .into_iter()
-        .map(|(name, value)| ConfigEntry {
-            name: name.to_string(),
-            value,
-            source: SOURCE_STATIC_BROKER,
+        .map(|(name, kind, value)| {
+            // Set in server.properties (or an override) or Kafka's default.
+            let source = if c.set_keys.contains_key(name) {
+                SOURCE_STATIC_BROKER
+            } else {
+                SOURCE_DEFAULT
+            };
+            ConfigEntry {
+                name: name.to_string(),
+                synonyms: vec![(name.to_string(), value.clone(), source)],
+                value,
+                source,
+                kind: kind as i8,
+            }
         })
         .collect()
 }
@@ -189,12 +249,29 @@ pub fn describe(
                         let mut config = DescribeConfigsResourceResult::default()
                             .with_name(StrBytes::from_string(e.name))
                             .with_value(Some(StrBytes::from_string(e.value)))
+                            // Static broker settings cannot change at run time.
                             .with_read_only(resource.resource_type == RESOURCE_BROKER)
                             .with_is_sensitive(false);
+                        if version >= 3 {
+                            config = config.with_config_type(e.kind);
+                        }
                         if version == 0 {
                             config = config.with_is_default(e.source == SOURCE_DEFAULT);
                         } else {
                             config = config.with_config_source(e.source);
+                        }
+                        if version >= 1 && request.include_synonyms {
+                            config = config.with_synonyms(
+                                e.synonyms
+                                    .into_iter()
+                                    .map(|(name, value, source)| {
+                                        DescribeConfigsSynonym::default()
+                                            .with_name(StrBytes::from_string(name))
+                                            .with_value(Some(StrBytes::from_string(value)))
+                                            .with_source(source)
+                                    })
+                                    .collect(),
+                            );
                         }
                         config
                     })

@@ -1,0 +1,351 @@
+//! Kafka 3.9's topic config keys, one row each: type, Kafka's default, the
+//! broker key that supplies the default (its DescribeConfigs synonym), and
+//! whether ferrolog honours it yet. Topic creation, AlterConfigs,
+//! DescribeConfigs and the README's "accepted but not honoured" list all
+//! read this table, so adding a key is one line here (plus, once it is
+//! honoured, its `LogConfig` field). It knows nothing of the wire.
+
+/// Kafka's `ConfigDef.Type`, with the codes DescribeConfigs v3+ sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKind {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+}
+
+/// One topic config key.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigDef {
+    pub name: &'static str,
+    pub kind: ConfigKind,
+    /// Kafka's default, as DescribeConfigs prints it.
+    pub default: &'static str,
+    /// The broker key whose value a topic without an override takes.
+    pub broker_key: Option<&'static str>,
+    /// `false`: accepted, validated by type, stored and described, but it
+    /// changes nothing yet (listed in the README).
+    pub honoured: bool,
+}
+
+const fn key(
+    name: &'static str,
+    kind: ConfigKind,
+    default: &'static str,
+    broker_key: Option<&'static str>,
+    honoured: bool,
+) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        kind,
+        default,
+        broker_key,
+        honoured,
+    }
+}
+
+use ConfigKind::{Boolean, Double, Int, List, Long, String as Str};
+
+const LONG_MAX: &str = "9223372036854775807";
+
+/// Every topic key Kafka 3.9 accepts, sorted by name.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    key(
+        "cleanup.policy",
+        List,
+        "delete",
+        Some("log.cleanup.policy"),
+        true,
+    ),
+    key(
+        "compression.gzip.level",
+        Int,
+        "-1",
+        Some("compression.gzip.level"),
+        false,
+    ),
+    key(
+        "compression.lz4.level",
+        Int,
+        "9",
+        Some("compression.lz4.level"),
+        false,
+    ),
+    key(
+        "compression.type",
+        Str,
+        "producer",
+        Some("compression.type"),
+        false,
+    ),
+    key(
+        "compression.zstd.level",
+        Int,
+        "3",
+        Some("compression.zstd.level"),
+        false,
+    ),
+    key(
+        "delete.retention.ms",
+        Long,
+        "86400000",
+        Some("log.cleaner.delete.retention.ms"),
+        false,
+    ),
+    key(
+        "file.delete.delay.ms",
+        Long,
+        "60000",
+        Some("log.segment.delete.delay.ms"),
+        false,
+    ),
+    key(
+        "flush.messages",
+        Long,
+        LONG_MAX,
+        Some("log.flush.interval.messages"),
+        true,
+    ),
+    key(
+        "flush.ms",
+        Long,
+        LONG_MAX,
+        Some("log.flush.interval.ms"),
+        true,
+    ),
+    key(
+        "follower.replication.throttled.replicas",
+        List,
+        "",
+        Some("follower.replication.throttled.replicas"),
+        false,
+    ),
+    key(
+        "index.interval.bytes",
+        Int,
+        "4096",
+        Some("log.index.interval.bytes"),
+        true,
+    ),
+    key(
+        "leader.replication.throttled.replicas",
+        List,
+        "",
+        Some("leader.replication.throttled.replicas"),
+        false,
+    ),
+    key(
+        "local.retention.bytes",
+        Long,
+        "-2",
+        Some("log.local.retention.bytes"),
+        false,
+    ),
+    key(
+        "local.retention.ms",
+        Long,
+        "-2",
+        Some("log.local.retention.ms"),
+        false,
+    ),
+    key(
+        "max.compaction.lag.ms",
+        Long,
+        LONG_MAX,
+        Some("log.cleaner.max.compaction.lag.ms"),
+        false,
+    ),
+    key(
+        "max.message.bytes",
+        Int,
+        "1048588",
+        Some("message.max.bytes"),
+        true,
+    ),
+    key(
+        "message.downconversion.enable",
+        Boolean,
+        "true",
+        Some("log.message.downconversion.enable"),
+        false,
+    ),
+    key(
+        "message.format.version",
+        Str,
+        "3.0-IV1",
+        Some("log.message.format.version"),
+        false,
+    ),
+    key(
+        "message.timestamp.after.max.ms",
+        Long,
+        LONG_MAX,
+        Some("log.message.timestamp.after.max.ms"),
+        true,
+    ),
+    key(
+        "message.timestamp.before.max.ms",
+        Long,
+        LONG_MAX,
+        Some("log.message.timestamp.before.max.ms"),
+        true,
+    ),
+    key(
+        "message.timestamp.difference.max.ms",
+        Long,
+        LONG_MAX,
+        Some("log.message.timestamp.difference.max.ms"),
+        true,
+    ),
+    key(
+        "message.timestamp.type",
+        Str,
+        "CreateTime",
+        Some("log.message.timestamp.type"),
+        true,
+    ),
+    key(
+        "min.cleanable.dirty.ratio",
+        Double,
+        "0.5",
+        Some("log.cleaner.min.cleanable.ratio"),
+        false,
+    ),
+    key(
+        "min.compaction.lag.ms",
+        Long,
+        "0",
+        Some("log.cleaner.min.compaction.lag.ms"),
+        false,
+    ),
+    key(
+        "min.insync.replicas",
+        Int,
+        "1",
+        Some("min.insync.replicas"),
+        true,
+    ),
+    key(
+        "preallocate",
+        Boolean,
+        "false",
+        Some("log.preallocate"),
+        false,
+    ),
+    key("remote.log.copy.disable", Boolean, "false", None, false),
+    key(
+        "remote.log.delete.on.disable",
+        Boolean,
+        "false",
+        None,
+        false,
+    ),
+    key("remote.storage.enable", Boolean, "false", None, false),
+    key(
+        "retention.bytes",
+        Long,
+        "-1",
+        Some("log.retention.bytes"),
+        true,
+    ),
+    key(
+        "retention.ms",
+        Long,
+        "604800000",
+        Some("log.retention.ms"),
+        true,
+    ),
+    key(
+        "segment.bytes",
+        Int,
+        "1073741824",
+        Some("log.segment.bytes"),
+        true,
+    ),
+    key(
+        "segment.index.bytes",
+        Int,
+        "10485760",
+        Some("log.index.size.max.bytes"),
+        true,
+    ),
+    key(
+        "segment.jitter.ms",
+        Long,
+        "0",
+        Some("log.roll.jitter.ms"),
+        false,
+    ),
+    key("segment.ms", Long, "604800000", Some("log.roll.ms"), true),
+    key(
+        "unclean.leader.election.enable",
+        Boolean,
+        "false",
+        Some("unclean.leader.election.enable"),
+        false,
+    ),
+];
+
+/// The row for `name`, if Kafka has such a topic key.
+pub fn topic_config(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|def| def.name == name)
+}
+
+/// The codecs `compression.type` names (Kafka's `BrokerCompressionType`).
+const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+
+/// Checks a value of a key ferrolog does not honour yet against its type,
+/// so what is stored would also be valid for Kafka; `Err` says why not.
+pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), String> {
+    let value = value.trim();
+    let ok = match def.kind {
+        ConfigKind::Boolean => {
+            value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false")
+        }
+        ConfigKind::Int => value.parse::<i32>().is_ok(),
+        ConfigKind::Long => value.parse::<i64>().is_ok(),
+        ConfigKind::Double => value.parse::<f64>().is_ok_and(f64::is_finite),
+        ConfigKind::List => true,
+        ConfigKind::String if def.name == "compression.type" => {
+            COMPRESSION_TYPES.contains(&value.to_ascii_lowercase().as_str())
+        }
+        ConfigKind::String => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("not a valid {:?} value", def.kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_unique() {
+        for pair in TOPIC_CONFIGS.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} / {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+    }
+
+    #[test]
+    fn unhonoured_values_are_checked_by_type() {
+        let def = |name| topic_config(name).expect("known key");
+        assert!(validate_unhonoured(def("preallocate"), "TRUE").is_ok());
+        assert!(validate_unhonoured(def("preallocate"), "yes").is_err());
+        assert!(validate_unhonoured(def("min.cleanable.dirty.ratio"), "0.3").is_ok());
+        assert!(validate_unhonoured(def("min.cleanable.dirty.ratio"), "NaN").is_err());
+        assert!(validate_unhonoured(def("compression.type"), "lz4").is_ok());
+        assert!(validate_unhonoured(def("compression.type"), "brotli").is_err());
+        assert!(validate_unhonoured(def("delete.retention.ms"), "x").is_err());
+        assert!(topic_config("retention.hours").is_none());
+    }
+}
