@@ -66,6 +66,8 @@ pub enum TopicError {
     Log(#[from] LogActorError),
     #[error("the controller is not running")]
     Stopped,
+    #[error("this broker is not the controller")]
+    NotController,
     #[error(
         "broker.id {broker_id} is already registered by another live broker (ZooKeeper \
          session {owner:#x}); give each broker its own broker.id"
@@ -94,7 +96,9 @@ impl TopicError {
             TopicError::Log(e) => crate::api::error_code(e),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
-            TopicError::ControllerElsewhere { .. } => E::NotController.code(),
+            TopicError::ControllerElsewhere { .. } | TopicError::NotController => {
+                E::NotController.code()
+            }
             TopicError::Store(_) | TopicError::Stopped | TopicError::DuplicateBrokerId { .. } => {
                 E::UnknownServerError.code()
             }
@@ -125,13 +129,29 @@ struct Shared {
     log: Addr<LogActor>,
     cache: MetadataCache,
     partitions: PartitionRuntime,
+    /// Whether this broker is the active controller, and its epoch; on a
+    /// standby, the newest controller epoch seen in control requests (older
+    /// ones are fenced off with STALE_CONTROLLER_EPOCH).
+    role: Arc<std::sync::Mutex<Role>>,
+    /// The active controller's channel to each other live broker.
+    channels: Arc<std::sync::Mutex<HashMap<i32, Addr<ControllerChannel>>>>,
+}
+
+/// This broker's part in the controller election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Role {
+    active: bool,
     controller_epoch: i32,
+    /// This broker's epoch (its registration's czxid, KIP-380).
+    broker_epoch: i64,
 }
 
 pub struct Controller {
     shared: Shared,
     link: SupervisorLink,
     registration: Registration,
+    /// Whether the active controller's watches run already.
+    watching_active: bool,
     /// Losing the registration for good (another live broker took the
     /// id after a session expiry) ends the broker.
     fatal: BrokerFatal,
@@ -176,10 +196,9 @@ impl Registration {
         }
     }
 
-    /// Registers the broker (its epoch is the registration's creation
-    /// zxid, KIP-380), then becomes controller by creating `/controller`
-    /// and bumping `/controller_epoch`. Returns both epochs.
-    async fn claim(&self, store: &dyn MetadataStore) -> Result<(i64, i32), TopicError> {
+    /// Registers the broker; its epoch is the registration's creation
+    /// zxid (KIP-380).
+    async fn register(&self, store: &dyn MetadataStore) -> Result<i64, TopicError> {
         let broker_id = self.broker_id;
         let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
         let info = BrokerInfo {
@@ -199,42 +218,86 @@ impl Registration {
             }
             ClaimError::Store(e) => TopicError::Store(e),
         })?;
-        claim_ephemeral(
-            store,
-            ControllerZNode::path(),
-            &ControllerZNode::encode(broker_id, now_ms),
-            self.wait,
-        )
-        .await
-        .map_err(|e| match e {
-            ClaimError::HeldByAnother { owner, .. } => TopicError::ControllerElsewhere { owner },
-            ClaimError::Store(e) => TopicError::Store(e),
-        })?;
-        let controller_epoch = match store.get(ControllerEpochZNode::path()).await? {
-            Some((bytes, stat)) => {
-                let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
-                store
-                    .set(
-                        ControllerEpochZNode::path(),
-                        ControllerEpochZNode::encode(epoch),
-                        Some(stat.version),
-                    )
-                    .await?;
-                epoch
-            }
-            None => {
-                store
-                    .create(
-                        ControllerEpochZNode::path(),
-                        ControllerEpochZNode::encode(1),
-                        CreateMode::Persistent,
-                    )
-                    .await?;
-                1
-            }
-        };
-        Ok((registered.creation_zxid, controller_epoch))
+        Ok(registered.creation_zxid)
     }
+
+    /// Runs for controller: creates `/controller` and bumps
+    /// `/controller_epoch`, returning the new epoch; `Ok(None)` when another
+    /// live broker holds the role. A claim left by this broker's own dead
+    /// predecessor is waited out (one session timeout).
+    async fn elect(&self, store: &dyn MetadataStore) -> Result<Option<i32>, TopicError> {
+        let broker_id = self.broker_id;
+        let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
+        let claim = ControllerZNode::encode(broker_id, now_ms);
+        // Bounded: each pass either wins, finds a holder, or saw the znode
+        // vanish in between.
+        for _ in 0..ELECTION_ATTEMPTS {
+            match store.get(ControllerZNode::path()).await? {
+                Some((bytes, stat)) => {
+                    let holder = ControllerZNode::decode(&bytes)?;
+                    if stat.ephemeral_owner != store.session_id() && holder != broker_id {
+                        return Ok(None);
+                    }
+                    if stat.ephemeral_owner != store.session_id() {
+                        // Our own previous process: wait for its session.
+                        claim_ephemeral(store, ControllerZNode::path(), &claim, self.wait)
+                            .await
+                            .map_err(|e| match e {
+                                ClaimError::HeldByAnother { owner, .. } => {
+                                    TopicError::ControllerElsewhere { owner }
+                                }
+                                ClaimError::Store(e) => TopicError::Store(e),
+                            })?;
+                    }
+                }
+                None => match store
+                    .create(
+                        ControllerZNode::path(),
+                        claim.clone(),
+                        CreateMode::Ephemeral,
+                    )
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(MetadataError::NodeExists(_)) => continue,
+                    Err(e) => return Err(e.into()),
+                },
+            }
+            return Ok(Some(bump_controller_epoch(store).await?));
+        }
+        Ok(None)
+    }
+}
+
+/// Attempts at the election before deferring to whoever holds `/controller`.
+const ELECTION_ATTEMPTS: usize = 10;
+
+/// Increments `/controller_epoch` (conditionally on its version, so two
+/// controllers can never get the same epoch) and returns the new value.
+async fn bump_controller_epoch(store: &dyn MetadataStore) -> Result<i32, TopicError> {
+    Ok(match store.get(ControllerEpochZNode::path()).await? {
+        Some((bytes, stat)) => {
+            let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
+            store
+                .set(
+                    ControllerEpochZNode::path(),
+                    ControllerEpochZNode::encode(epoch),
+                    Some(stat.version),
+                )
+                .await?;
+            epoch
+        }
+        None => {
+            store
+                .create(
+                    ControllerEpochZNode::path(),
+                    ControllerEpochZNode::encode(1),
+                    CreateMode::Persistent,
+                )
+                .await?;
+            1
+        }
+    })
 }
 
 /// This broker's advertised endpoint.
@@ -273,20 +336,19 @@ impl Controller {
             }
         };
         let registration = Registration::new(&config, &advertised);
-        let (broker_epoch, controller_epoch) = registration.claim(store.as_ref()).await?;
+        let broker_epoch = registration.register(store.as_ref()).await?;
         log::info!(
             "broker {broker_id} registered at {} (broker epoch {broker_epoch})",
             BrokerIdZNode::path(broker_id)
         );
-        log::info!("broker {broker_id} is the controller (epoch {controller_epoch}) of cluster {cluster_id}");
         cache.update(|m| {
-            m.cluster_id = cluster_id;
-            m.controller_id = broker_id;
+            m.cluster_id = cluster_id.clone();
+            m.controller_id = -1;
             m.brokers.insert(
                 broker_id,
                 BrokerEndpoint {
                     id: broker_id,
-                    host: advertised.host,
+                    host: advertised.host.clone(),
                     port: advertised.port,
                     rack: config.broker_rack.clone(),
                 },
@@ -299,19 +361,38 @@ impl Controller {
             log,
             cache,
             partitions,
-            controller_epoch,
+            role: Arc::new(std::sync::Mutex::new(Role {
+                active: false,
+                controller_epoch: 0,
+                broker_epoch,
+            })),
+            channels: Arc::default(),
         };
         shared
             .partitions
             .events
             .publish(BrokerEvent::BrokerRegistered { broker_id });
-        shared.finish_pending_deletions().await?;
-        shared.load_topics().await?;
+        match registration.elect(shared.store.as_ref()).await? {
+            Some(epoch) => {
+                log::info!(
+                    "broker {broker_id} is the controller (epoch {epoch}) of cluster {cluster_id}"
+                );
+                shared.activate(epoch).await?;
+            }
+            None => {
+                let holder = shared.controller_holder().await?;
+                log::info!(
+                    "broker {broker_id} joined cluster {cluster_id}; broker {holder} is the controller"
+                );
+                shared.cache.update(|m| m.controller_id = holder);
+            }
+        }
         let link = SupervisorLink::default();
         let controller = Controller {
             shared,
             link: link.clone(),
             registration,
+            watching_active: false,
             fatal: fatal.clone(),
         };
         Ok(supervise(
@@ -393,6 +474,9 @@ impl Shared {
     /// there, as Kafka's `TopicChange` handler does. Topics this
     /// controller created are known already.
     async fn topics_changed(&self, change: TopicsChanged) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
         for name in change.names {
             if self.cache.read(|m| m.topics.contains_key(&name)) {
                 continue;
@@ -403,6 +487,9 @@ impl Shared {
             }
             log::info!("taking up topic {name}, created in the metadata store by another writer");
             self.load_topic(&name).await?;
+            if let Some(topic) = self.cache.topic(&name) {
+                self.propagate(std::slice::from_ref(&topic));
+            }
             let partitions = self
                 .cache
                 .topic(&name)
@@ -419,6 +506,9 @@ impl Shared {
     /// `kafka-topics.sh --zookeeper --delete` writes), or drop the marks
     /// when `delete.topic.enable` is false, as Kafka does.
     async fn deletions_requested(&self, marks: DeletionsRequested) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
         for name in marks.names {
             let exists = self.cache.read(|m| m.topics.contains_key(&name))
                 || self.store.get(&TopicZNode::path(&name)).await?.is_some();
@@ -444,64 +534,61 @@ impl Shared {
         Ok(())
     }
 
-    async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
-        Ok(
-            match self
-                .store
-                .get(&ConfigEntityZNode::path(ConfigType::Topic, name))
-                .await?
-            {
-                Some((bytes, _)) => ConfigEntityZNode::decode(ConfigType::Topic, name, &bytes)?,
-                None => BTreeMap::new(),
-            },
-        )
-    }
-
-    fn log_config_for(&self, configs: &BTreeMap<String, String>) -> Result<LogConfig, TopicError> {
-        let pairs: Vec<(String, String)> = configs
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        apply_topic_overrides(&self.base_log_config(), &pairs)
-            .map_err(|e| TopicError::InvalidConfig(e.to_string()))
-    }
-
-    /// Write missing partition states, then take leadership of the
-    /// partitions whose leader is this broker: create or find their logs and
-    /// start their actors. Returns the topic as Metadata shows it.
-    async fn become_leader(
+    /// A partition whose leader is not live gets a live ISR member as its
+    /// leader (or none: offline until one returns), with the leader epoch
+    /// bumped, written conditionally on the state's version. Only the
+    /// active controller elects.
+    async fn reelect_if_needed(
         &self,
-        name: &str,
-        topic_id: [u8; 16],
-        assignment: &BTreeMap<i32, Vec<i32>>,
-        configs: BTreeMap<String, String>,
-        log_config: LogConfig,
-    ) -> Result<TopicMetadata, TopicError> {
-        let live = self.live_brokers();
-        let mut partitions = BTreeMap::new();
-        let mut led = Vec::new();
-        for (&index, replicas) in assignment {
-            let tp = TopicPartition::new(name, index);
-            let state_path = TopicPartitionStateZNode::path(&tp);
-            let state = match self.store.get(&state_path).await? {
-                Some((bytes, _)) => TopicPartitionStateZNode::decode(&tp, &bytes)?,
-                None => {
-                    let state = self.initial_state(replicas, &live);
-                    self.store
-                        .create_recursive(
-                            &state_path,
-                            TopicPartitionStateZNode::encode(&state),
-                            CreateMode::Persistent,
-                        )
-                        .await?;
-                    state
-                }
-            };
-            if state.leader == self.broker_id && self.partitions.registry.get(&tp).is_none() {
-                led.push((tp, state.leader_epoch));
-            }
-            partitions.insert(index, partition_metadata(&state, replicas));
+        tp: &TopicPartition,
+        state: LeaderAndIsr,
+        version: i32,
+        live: &[i32],
+    ) -> Result<LeaderAndIsr, TopicError> {
+        if !self.is_active() || live.contains(&state.leader) {
+            return Ok(state);
         }
+        let leader = state
+            .isr
+            .iter()
+            .copied()
+            .find(|b| live.contains(b))
+            .unwrap_or(LeaderAndIsr::NO_LEADER);
+        if leader == state.leader {
+            return Ok(state);
+        }
+        let elected = LeaderAndIsr {
+            leader,
+            leader_epoch: state.leader_epoch + 1,
+            isr: state.isr.clone(),
+            controller_epoch: self.controller_epoch(),
+        };
+        self.store
+            .set(
+                &TopicPartitionStateZNode::path(tp),
+                TopicPartitionStateZNode::encode(&elected),
+                Some(version),
+            )
+            .await?;
+        if leader == LeaderAndIsr::NO_LEADER {
+            log::warn!("partition {tp} is offline: no in-sync replica is live");
+        } else {
+            log::info!(
+                "partition {tp}: leader {leader} (leader epoch {})",
+                elected.leader_epoch
+            );
+        }
+        Ok(elected)
+    }
+
+    /// Finds or creates the logs of the partitions this broker now leads
+    /// and starts their actors (a log that cannot be read leaves its
+    /// partition offline, the rest are served).
+    async fn take_leadership(
+        &self,
+        led: Vec<(TopicPartition, i32)>,
+        log_config: &LogConfig,
+    ) -> Result<(), TopicError> {
         // Find or create the led partitions' logs a few at a time: faster
         // than one after another, without filling the shards' queues so
         // that other partitions' appends wait behind a big creation.
@@ -550,6 +637,72 @@ impl Shared {
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
+    }
+
+    async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
+        Ok(
+            match self
+                .store
+                .get(&ConfigEntityZNode::path(ConfigType::Topic, name))
+                .await?
+            {
+                Some((bytes, _)) => ConfigEntityZNode::decode(ConfigType::Topic, name, &bytes)?,
+                None => BTreeMap::new(),
+            },
+        )
+    }
+
+    fn log_config_for(&self, configs: &BTreeMap<String, String>) -> Result<LogConfig, TopicError> {
+        let pairs: Vec<(String, String)> = configs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        apply_topic_overrides(&self.base_log_config(), &pairs)
+            .map_err(|e| TopicError::InvalidConfig(e.to_string()))
+    }
+
+    /// Write missing partition states, then take leadership of the
+    /// partitions whose leader is this broker: create or find their logs and
+    /// start their actors. Returns the topic as Metadata shows it.
+    async fn become_leader(
+        &self,
+        name: &str,
+        topic_id: [u8; 16],
+        assignment: &BTreeMap<i32, Vec<i32>>,
+        configs: BTreeMap<String, String>,
+        log_config: LogConfig,
+    ) -> Result<TopicMetadata, TopicError> {
+        let live = self.live_brokers();
+        let mut partitions = BTreeMap::new();
+        let mut led = Vec::new();
+        for (&index, replicas) in assignment {
+            let tp = TopicPartition::new(name, index);
+            let state_path = TopicPartitionStateZNode::path(&tp);
+            let state = match self.store.get(&state_path).await? {
+                Some((bytes, stat)) => {
+                    let state = TopicPartitionStateZNode::decode(&tp, &bytes)?;
+                    self.reelect_if_needed(&tp, state, stat.version, &live)
+                        .await?
+                }
+                None => {
+                    let state = self.initial_state(replicas, &live);
+                    self.store
+                        .create_recursive(
+                            &state_path,
+                            TopicPartitionStateZNode::encode(&state),
+                            CreateMode::Persistent,
+                        )
+                        .await?;
+                    state
+                }
+            };
+            if state.leader == self.broker_id && self.partitions.registry.get(&tp).is_none() {
+                led.push((tp, state.leader_epoch));
+            }
+            partitions.insert(index, partition_metadata(&state, replicas));
+        }
+        self.take_leadership(led, &log_config).await?;
         Ok(TopicMetadata {
             name: name.to_string(),
             topic_id,
@@ -635,6 +788,37 @@ impl Shared {
             TopicZNode::path(&name),
             TopicZNode::encode(&assignment, topic_id),
         ));
+        if !self.is_active() {
+            // Not the controller: write the topic as Kafka's AdminZkClient
+            // does from any broker; the controller's watch on
+            // /brokers/topics takes it up and elects its leaders.
+            self.store.multi(ops).await.map_err(|e| match e {
+                MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
+                other => TopicError::Store(other),
+            })?;
+            log::info!("wrote topic {name} for the controller to take up");
+            return Ok(TopicMetadata {
+                name: name.clone(),
+                topic_id,
+                is_internal: is_internal_topic(&name),
+                partitions: assignment
+                    .iter()
+                    .map(|(&p, replicas)| {
+                        (
+                            p,
+                            PartitionMetadata {
+                                leader: LeaderAndIsr::NO_LEADER,
+                                leader_epoch: 0,
+                                replicas: replicas.clone(),
+                                isr: Vec::new(),
+                            },
+                        )
+                    })
+                    .collect(),
+                configs,
+                log_config,
+            });
+        }
         ops.push(StoreOp::create(
             TopicPartitionsZNode::path(&name),
             Vec::new(),
@@ -653,6 +837,7 @@ impl Shared {
         );
         self.cache
             .update(|m| m.topics.insert(name.clone(), topic.clone()));
+        self.propagate(std::slice::from_ref(&topic));
         self.partitions.events.publish(BrokerEvent::TopicCreated {
             topic: name.clone(),
             partitions: topic.partitions.len() as i32,
@@ -672,19 +857,25 @@ impl Shared {
         Ok(())
     }
 
-    /// A new partition's first state: the live replicas in assignment order
-    /// as the ISR, the first of them leading, leader epoch 0.
+    /// A new partition's first state: the first live replica in
+    /// assignment order leads, leader epoch 0. The ISR is the leader alone:
+    /// followers do not copy it yet (replication is still to come), so no
+    /// other replica may ever take over without losing records.
     fn initial_state(&self, replicas: &[i32], live: &[i32]) -> LeaderAndIsr {
-        let isr: Vec<i32> = replicas
+        let leader = replicas
             .iter()
             .copied()
-            .filter(|r| live.contains(r))
-            .collect();
+            .find(|r| live.contains(r))
+            .unwrap_or(LeaderAndIsr::NO_LEADER);
         LeaderAndIsr {
-            leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
+            leader,
             leader_epoch: 0,
-            isr,
-            controller_epoch: self.controller_epoch,
+            isr: if leader == LeaderAndIsr::NO_LEADER {
+                Vec::new()
+            } else {
+                vec![leader]
+            },
+            controller_epoch: self.controller_epoch(),
         }
     }
 
@@ -714,6 +905,21 @@ impl Shared {
         }
         if self.cache.topic(&name).is_none() {
             return Err(TopicError::UnknownTopic(name));
+        }
+        if !self.is_active() {
+            // The mark alone: the controller's watch deletes the topic.
+            return match self
+                .store
+                .create(
+                    &DeleteTopicsTopicZNode::path(&name),
+                    Vec::new(),
+                    CreateMode::Persistent,
+                )
+                .await
+            {
+                Ok(()) | Err(MetadataError::NodeExists(_)) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
         }
         // The marker makes an interrupted deletion finish at the next start.
         self.store
@@ -768,6 +974,9 @@ impl Shared {
                 Err(e) => return Err(e.into()),
             }
         }
+        if let Some(topic) = &removed {
+            self.propagate_deletion(topic);
+        }
         log::info!("deleted topic {name}");
         self.partitions.events.publish(BrokerEvent::TopicDeleted {
             topic: name.to_string(),
@@ -777,6 +986,9 @@ impl Shared {
     }
 
     async fn create_partitions(&self, request: CreatePartitions) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Err(TopicError::NotController);
+        }
         let name = request.name;
         let Some(topic) = self.cache.topic(&name) else {
             return Err(TopicError::UnknownTopic(name));
@@ -866,11 +1078,15 @@ impl Shared {
             "topic {name} now has {} partitions",
             updated.partitions.len()
         );
+        self.propagate(std::slice::from_ref(&updated));
         self.cache.update(|m| m.topics.insert(name, updated));
         Ok(())
     }
 
     async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Err(TopicError::NotController);
+        }
         let name = request.name;
         let Some(topic) = self.cache.topic(&name) else {
             return Err(TopicError::UnknownTopic(name));
@@ -978,12 +1194,10 @@ impl Actor for Controller {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
         self.follow_sessions(ctx);
-        self.follow_children(ctx, TopicsZNode::PATH, |names| TopicsChanged { names });
-        self.follow_children(
-            ctx,
-            crate::metadata::znodes::DeleteTopicsZNode::PATH,
-            |names| DeletionsRequested { names },
-        );
+        self.follow_controller(ctx);
+        if self.shared.is_active() {
+            self.follow_active(ctx);
+        }
     }
 }
 
@@ -996,6 +1210,53 @@ const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 const RECLAIM_ATTEMPTS: usize = 30;
 
 impl Controller {
+    /// What only the active controller watches: `/brokers/topics`,
+    /// `/admin/delete_topics` and `/brokers/ids` (once per actor life; the
+    /// handlers do nothing while this broker is not the controller).
+    fn follow_active(&mut self, ctx: &mut Context<Self>) {
+        if self.watching_active {
+            return;
+        }
+        self.watching_active = true;
+        self.follow_children(ctx, TopicsZNode::PATH, |names| TopicsChanged { names });
+        self.follow_children(
+            ctx,
+            crate::metadata::znodes::DeleteTopicsZNode::PATH,
+            |names| DeletionsRequested { names },
+        );
+        self.follow_children(ctx, BrokerIdsZNode::PATH, |ids| BrokersChanged { ids });
+    }
+
+    /// Every broker watches `/controller`: when the claim goes (the
+    /// controller died or resigned), the standbys run for it.
+    fn follow_controller(&mut self, ctx: &mut Context<Self>) {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = store.watch(ControllerZNode::PATH).await.ok();
+                    match store.get(ControllerZNode::PATH).await {
+                        Ok(None) => {
+                            if me.send(TryElect).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(Some(_)) => {}
+                        Err(e) => log::warn!("cannot read {}: {e}", ControllerZNode::PATH),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
     /// Turns the children of `path` into a typed message to this actor,
     /// now and after every change: watch first, then read, so no change
     /// between the two is missed. A watch dropped by a session expiry
@@ -1058,13 +1319,13 @@ impl Controller {
                     "new metadata store session: registering broker {} again",
                     registration.broker_id
                 );
-                let mut outcome = registration.claim(store.as_ref()).await;
+                let mut outcome = registration.register(store.as_ref()).await;
                 for _ in 1..RECLAIM_ATTEMPTS {
                     match outcome {
                         Err(TopicError::Store(ref e)) => {
                             log::warn!("cannot register again yet: {e}");
                             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                            outcome = registration.claim(store.as_ref()).await;
+                            outcome = registration.register(store.as_ref()).await;
                         }
                         _ => break,
                     }
@@ -1075,13 +1336,18 @@ impl Controller {
             .map(|outcome, actor, ctx| match outcome {
                 // The store is gone: the broker is shutting down.
                 None => {}
-                Some(Ok((broker_epoch, controller_epoch))) => {
+                Some(Ok(broker_epoch)) => {
                     log::info!(
-                        "broker {} registered again (broker epoch {broker_epoch}) and is the \
-                         controller (epoch {controller_epoch})",
+                        "broker {} registered again (broker epoch {broker_epoch})",
                         actor.registration.broker_id
                     );
-                    actor.shared.controller_epoch = controller_epoch;
+                    // The controller claim went with the old session too:
+                    // resign and run again (a standby may win).
+                    actor.shared.set_role(|r| {
+                        r.active = false;
+                        r.broker_epoch = broker_epoch;
+                    });
+                    ctx.address().do_send(TryElect);
                     actor.follow_sessions(ctx);
                 }
                 Some(Err(e)) => {
@@ -1101,6 +1367,8 @@ impl actix::Supervised for Controller {
             log::error!("the controller keeps failing ({cause}); the broker shuts down");
             return;
         }
+        // The watches died with the old context; `started` sets them again.
+        self.watching_active = false;
         // Everything the controller knows lives in the metadata store; take
         // it from there again and start any partition actor that is missing.
         log::warn!("the controller restarts and reloads the topics from the metadata store");
@@ -1229,5 +1497,770 @@ impl Handler<StopPartitions> for Controller {
                 .events
                 .publish(BrokerEvent::LeadershipLost { tp });
         }
+    }
+}
+
+// ---------------------------------------------------------------------
+// The cluster: election, membership, and what the controller tells the
+// other brokers (LeaderAndIsr, UpdateMetadata, StopReplica), and how a
+// broker applies what it is told.
+// ---------------------------------------------------------------------
+
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_protocol::messages::leader_and_isr_response::{
+    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
+};
+use kafka_protocol::messages::stop_replica_request::{
+    StopReplicaPartitionState, StopReplicaTopicState,
+};
+use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
+use kafka_protocol::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
+    UpdateMetadataTopicState,
+};
+use kafka_protocol::messages::{
+    BrokerId, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::controller_channel::{ControlRequest, ControllerChannel, Deliver};
+use crate::metadata::znodes::BrokerIdsZNode;
+
+/// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
+/// partition being deleted.
+const LEADER_DURING_DELETE: i32 = -2;
+
+impl Shared {
+    fn role(&self) -> Role {
+        match self.role.lock() {
+            Ok(role) => *role,
+            Err(poisoned) => *poisoned.into_inner(),
+        }
+    }
+
+    fn set_role(&self, change: impl FnOnce(&mut Role)) {
+        match self.role.lock() {
+            Ok(mut role) => change(&mut role),
+            Err(poisoned) => change(&mut poisoned.into_inner()),
+        }
+    }
+
+    fn is_active(&self) -> bool {
+        self.role().active
+    }
+
+    fn controller_epoch(&self) -> i32 {
+        self.role().controller_epoch
+    }
+
+    /// The broker id in `/controller`, -1 when nobody holds it.
+    async fn controller_holder(&self) -> Result<i32, TopicError> {
+        Ok(match self.store.get(ControllerZNode::path()).await? {
+            Some((bytes, _)) => ControllerZNode::decode(&bytes)?,
+            None => -1,
+        })
+    }
+
+    /// Takes up the controller role with `epoch`: learns the live brokers,
+    /// finishes interrupted deletions, takes up every topic (electing
+    /// leaders for partitions whose leader is gone) and tells every other
+    /// broker the whole state.
+    async fn activate(&self, epoch: i32) -> Result<(), TopicError> {
+        self.set_role(|r| {
+            r.active = true;
+            r.controller_epoch = epoch;
+        });
+        self.cache.update(|m| m.controller_id = self.broker_id);
+        self.load_brokers().await?;
+        self.finish_pending_deletions().await?;
+        self.load_topics().await?;
+        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        for broker in self.remote_brokers() {
+            self.send_topics_to(broker, &topics);
+        }
+        Ok(())
+    }
+
+    /// Reads `/brokers/ids` into the cache and keeps one channel per other
+    /// live broker. Returns the ids that joined and left.
+    async fn load_brokers(&self) -> Result<(Vec<i32>, Vec<i32>), TopicError> {
+        let mut live = BTreeMap::new();
+        for child in self.store.children(BrokerIdsZNode::PATH).await? {
+            let Ok(id) = child.parse::<i32>() else {
+                continue;
+            };
+            let Some((bytes, stat)) = self.store.get(&BrokerIdZNode::path(id)).await? else {
+                continue;
+            };
+            let info = BrokerIdZNode::decode(id, &bytes)?;
+            let Some((host, port)) = plaintext_endpoint(&info) else {
+                log::warn!("broker {id} registered no PLAINTEXT endpoint; ignored");
+                continue;
+            };
+            live.insert(
+                id,
+                (
+                    BrokerEndpoint {
+                        id,
+                        host,
+                        port,
+                        rack: info.rack.clone(),
+                    },
+                    stat.creation_zxid,
+                ),
+            );
+        }
+        let before: Vec<i32> = self.live_brokers();
+        let joined: Vec<i32> = live
+            .keys()
+            .copied()
+            .filter(|id| !before.contains(id))
+            .collect();
+        let left: Vec<i32> = before
+            .iter()
+            .copied()
+            .filter(|id| !live.contains_key(id))
+            .collect();
+        self.cache.update(|m| {
+            m.brokers = live.values().map(|(b, _)| (b.id, b.clone())).collect();
+        });
+        let mut channels = match self.channels.lock() {
+            Ok(channels) => channels,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        channels.retain(|id, _| live.contains_key(id));
+        for (id, (endpoint, epoch)) in &live {
+            if *id == self.broker_id || channels.contains_key(id) {
+                continue;
+            }
+            let address = format!("{}:{}", endpoint.host, endpoint.port);
+            let channel = ControllerChannel::new(*id, address, self.broker_id).start();
+            channels.insert(*id, channel);
+            self.set_broker_epoch(*id, *epoch);
+        }
+        Ok((joined, left))
+    }
+
+    fn set_broker_epoch(&self, broker: i32, epoch: i64) {
+        self.cache.update(|m| {
+            m.broker_epochs.insert(broker, epoch);
+        });
+    }
+
+    fn remote_brokers(&self) -> Vec<i32> {
+        self.live_brokers()
+            .into_iter()
+            .filter(|&id| id != self.broker_id)
+            .collect()
+    }
+
+    fn channel(&self, broker: i32) -> Option<Addr<ControllerChannel>> {
+        match self.channels.lock() {
+            Ok(channels) => channels.get(&broker).cloned(),
+            Err(poisoned) => poisoned.into_inner().get(&broker).cloned(),
+        }
+    }
+
+    /// Sends `requests` to `broker` in order (queued now, answered later;
+    /// failures are logged: the broker re-learns everything when it comes
+    /// back or a new controller is elected).
+    fn deliver(&self, broker: i32, requests: Vec<ControlRequest>) {
+        let Some(channel) = self.channel(broker) else {
+            return;
+        };
+        // Each `send` is queued at once, so per-broker order holds.
+        let answers: Vec<_> = requests
+            .into_iter()
+            .map(|request| channel.send(Deliver(request)))
+            .collect();
+        actix::spawn(async move {
+            for answer in answers {
+                match answer.await {
+                    Ok(Ok(answer)) if answer.error_code == 0 => {}
+                    Ok(Ok(answer)) => {
+                        log::warn!(
+                            "broker {broker} refused a control request: error {}",
+                            answer.error_code
+                        )
+                    }
+                    Ok(Err(e)) => log::warn!("{e}"),
+                    Err(_) => {}
+                }
+            }
+        });
+    }
+
+    /// LeaderAndIsr for the partitions of `topics` that `broker` holds a
+    /// replica of, then UpdateMetadata with all of `topics`.
+    fn send_topics_to(&self, broker: i32, topics: &[TopicMetadata]) {
+        let mut requests = Vec::new();
+        if let Some(request) = self.leader_and_isr_request(broker, topics) {
+            requests.push(ControlRequest::LeaderAndIsr(request));
+        }
+        requests.push(ControlRequest::UpdateMetadata(
+            self.update_metadata_request(broker, topics),
+        ));
+        self.deliver(broker, requests);
+    }
+
+    /// Tells every other broker about `topics` (after a creation, a new
+    /// partition, a leader change).
+    fn propagate(&self, topics: &[TopicMetadata]) {
+        if !self.is_active() {
+            return;
+        }
+        for broker in self.remote_brokers() {
+            self.send_topics_to(broker, topics);
+        }
+    }
+
+    fn broker_epoch_of(&self, broker: i32) -> i64 {
+        self.cache
+            .read(|m| m.broker_epochs.get(&broker).copied())
+            .unwrap_or(-1)
+    }
+
+    fn leader_and_isr_request(
+        &self,
+        broker: i32,
+        topics: &[TopicMetadata],
+    ) -> Option<LeaderAndIsrRequest> {
+        let epoch = self.controller_epoch();
+        let mut leaders = std::collections::BTreeSet::new();
+        let topic_states: Vec<LeaderAndIsrTopicState> = topics
+            .iter()
+            .filter_map(|topic| {
+                let partitions: Vec<LeaderAndIsrPartitionState> = topic
+                    .partitions
+                    .iter()
+                    .filter(|(_, p)| p.replicas.contains(&broker))
+                    .map(|(&index, p)| {
+                        leaders.insert(p.leader);
+                        LeaderAndIsrPartitionState::default()
+                            .with_partition_index(index)
+                            .with_controller_epoch(epoch)
+                            .with_leader(BrokerId(p.leader))
+                            .with_leader_epoch(p.leader_epoch)
+                            .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                            .with_replicas(p.replicas.iter().map(|&b| BrokerId(b)).collect())
+                    })
+                    .collect();
+                (!partitions.is_empty()).then(|| {
+                    LeaderAndIsrTopicState::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                        .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
+                        .with_partition_states(partitions)
+                })
+            })
+            .collect();
+        if topic_states.is_empty() {
+            return None;
+        }
+        let live_leaders = self.cache.read(|m| {
+            leaders
+                .iter()
+                .filter_map(|id| m.brokers.get(id))
+                .map(|b| {
+                    LeaderAndIsrLiveLeader::default()
+                        .with_broker_id(BrokerId(b.id))
+                        .with_host_name(StrBytes::from_string(b.host.clone()))
+                        .with_port(b.port as i32)
+                })
+                .collect()
+        });
+        Some(
+            LeaderAndIsrRequest::default()
+                .with_controller_id(BrokerId(self.broker_id))
+                .with_controller_epoch(epoch)
+                .with_broker_epoch(self.broker_epoch_of(broker))
+                .with_topic_states(topic_states)
+                .with_live_leaders(live_leaders),
+        )
+    }
+
+    fn update_metadata_request(
+        &self,
+        broker: i32,
+        topics: &[TopicMetadata],
+    ) -> UpdateMetadataRequest {
+        let epoch = self.controller_epoch();
+        let live_brokers = self.cache.read(|m| {
+            m.brokers
+                .values()
+                .map(|b| {
+                    UpdateMetadataBroker::default()
+                        .with_id(BrokerId(b.id))
+                        .with_endpoints(vec![UpdateMetadataEndpoint::default()
+                            .with_host(StrBytes::from_string(b.host.clone()))
+                            .with_port(b.port as i32)
+                            .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                            .with_security_protocol(0)])
+                        .with_rack(b.rack.clone().map(StrBytes::from_string))
+                })
+                .collect()
+        });
+        let topic_states = topics
+            .iter()
+            .map(|topic| {
+                UpdateMetadataTopicState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                    .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
+                    .with_partition_states(
+                        topic
+                            .partitions
+                            .iter()
+                            .map(|(&index, p)| {
+                                UpdateMetadataPartitionState::default()
+                                    .with_partition_index(index)
+                                    .with_controller_epoch(epoch)
+                                    .with_leader(BrokerId(p.leader))
+                                    .with_leader_epoch(p.leader_epoch)
+                                    .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                                    .with_replicas(
+                                        p.replicas.iter().map(|&b| BrokerId(b)).collect(),
+                                    )
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(self.broker_id))
+            .with_controller_epoch(epoch)
+            .with_broker_epoch(self.broker_epoch_of(broker))
+            .with_topic_states(topic_states)
+            .with_live_brokers(live_brokers)
+    }
+
+    /// Tells the other brokers a topic is gone: StopReplica (deleting the
+    /// logs) to its replicas, then UpdateMetadata marking its partitions.
+    fn propagate_deletion(&self, topic: &TopicMetadata) {
+        if !self.is_active() {
+            return;
+        }
+        let epoch = self.controller_epoch();
+        let mut deleted = topic.clone();
+        for p in deleted.partitions.values_mut() {
+            p.leader = LEADER_DURING_DELETE;
+        }
+        for broker in self.remote_brokers() {
+            let mut requests = Vec::new();
+            let held: Vec<StopReplicaPartitionState> = topic
+                .partitions
+                .iter()
+                .filter(|(_, p)| p.replicas.contains(&broker))
+                .map(|(&index, p)| {
+                    StopReplicaPartitionState::default()
+                        .with_partition_index(index)
+                        .with_leader_epoch(p.leader_epoch)
+                        .with_delete_partition(true)
+                })
+                .collect();
+            if !held.is_empty() {
+                requests.push(ControlRequest::StopReplica(
+                    StopReplicaRequest::default()
+                        .with_controller_id(BrokerId(self.broker_id))
+                        .with_controller_epoch(epoch)
+                        .with_broker_epoch(self.broker_epoch_of(broker))
+                        .with_topic_states(vec![StopReplicaTopicState::default()
+                            .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                            .with_partition_states(held)]),
+                ));
+            }
+            requests.push(ControlRequest::UpdateMetadata(
+                self.update_metadata_request(broker, std::slice::from_ref(&deleted)),
+            ));
+            self.deliver(broker, requests);
+        }
+    }
+
+    /// `/brokers/ids` changed: partitions led by a broker that left lose
+    /// their leader (a live ISR member takes over; with none the partition
+    /// is offline, leader -1, until one returns, as Kafka does without
+    /// unclean election); offline partitions whose ISR member is back get
+    /// it as leader; brokers that joined learn the whole state.
+    async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        let (joined, left) = self.load_brokers().await?;
+        if joined.is_empty() && left.is_empty() {
+            return Ok(());
+        }
+        for id in &left {
+            log::info!("broker {id} left the cluster");
+        }
+        for id in &joined {
+            log::info!("broker {id} joined the cluster");
+        }
+        let live = self.live_brokers();
+        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        let mut changed = Vec::new();
+        for mut topic in topics {
+            let mut topic_changed = false;
+            for (&index, p) in topic.partitions.iter_mut() {
+                let leader_live = live.contains(&p.leader);
+                if leader_live {
+                    continue;
+                }
+                let new_leader = p
+                    .isr
+                    .iter()
+                    .copied()
+                    .find(|b| live.contains(b))
+                    .unwrap_or(LeaderAndIsr::NO_LEADER);
+                if new_leader == p.leader {
+                    continue;
+                }
+                let tp = TopicPartition::new(topic.name.clone(), index);
+                let state = LeaderAndIsr {
+                    leader: new_leader,
+                    leader_epoch: p.leader_epoch + 1,
+                    isr: p.isr.clone(),
+                    controller_epoch: self.controller_epoch(),
+                };
+                self.store
+                    .set(
+                        &TopicPartitionStateZNode::path(&tp),
+                        TopicPartitionStateZNode::encode(&state),
+                        None,
+                    )
+                    .await?;
+                if new_leader == LeaderAndIsr::NO_LEADER {
+                    log::warn!(
+                        "partition {tp} is offline: its leader {} left and no in-sync replica is live",
+                        p.leader
+                    );
+                } else {
+                    log::info!(
+                        "partition {tp}: leader {} (leader epoch {})",
+                        new_leader,
+                        state.leader_epoch
+                    );
+                }
+                *p = partition_metadata(&state, &p.replicas);
+                topic_changed = true;
+            }
+            if topic_changed {
+                self.cache
+                    .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+                changed.push(topic);
+            }
+        }
+        // Joined brokers get everything; the others the new broker list
+        // and what changed.
+        let everything: Vec<TopicMetadata> =
+            self.cache.read(|m| m.topics.values().cloned().collect());
+        for broker in self.remote_brokers() {
+            if joined.contains(&broker) {
+                self.send_topics_to(broker, &everything);
+            } else {
+                self.send_topics_to(broker, &changed);
+            }
+        }
+        Ok(())
+    }
+
+    /// A control request from a controller: fenced by epoch (Kafka's
+    /// STALE_CONTROLLER_EPOCH and KIP-380's STALE_BROKER_EPOCH).
+    fn fence(
+        &self,
+        controller_id: i32,
+        controller_epoch: i32,
+        broker_epoch: i64,
+    ) -> Result<(), i16> {
+        use kafka_protocol::error::ResponseError as E;
+        let role = self.role();
+        if controller_epoch < role.controller_epoch {
+            log::warn!(
+                "ignoring a control request from controller {controller_id} with epoch {controller_epoch} \
+                 (newest seen: {})",
+                role.controller_epoch
+            );
+            return Err(E::StaleControllerEpoch.code());
+        }
+        if broker_epoch != -1 && broker_epoch < role.broker_epoch {
+            return Err(E::StaleBrokerEpoch.code());
+        }
+        self.set_role(|r| r.controller_epoch = controller_epoch);
+        self.cache.update(|m| m.controller_id = controller_id);
+        Ok(())
+    }
+
+    async fn apply_leader_and_isr(
+        &self,
+        request: ApplyLeaderAndIsr,
+    ) -> Result<LeaderAndIsrResponse, TopicError> {
+        let request = request.0;
+        if let Err(code) = self.fence(
+            request.controller_id.0,
+            request.controller_epoch,
+            request.broker_epoch,
+        ) {
+            return Ok(LeaderAndIsrResponse::default().with_error_code(code));
+        }
+        let mut topics = Vec::new();
+        for topic in request.topic_states {
+            let name = topic.topic_name.0.to_string();
+            let configs = self.topic_configs(&name).await?;
+            let log_config = self.log_config_for(&configs)?;
+            let mut led = Vec::new();
+            let mut errors = Vec::new();
+            for p in &topic.partition_states {
+                let tp = TopicPartition::new(name.clone(), p.partition_index);
+                if p.leader.0 == self.broker_id {
+                    if self.partitions.registry.get(&tp).is_none() {
+                        led.push((tp, p.leader_epoch));
+                    }
+                } else if let Some(handle) = self.partitions.registry.remove(&tp) {
+                    // A follower now (fetching comes with replication).
+                    handle.addr.do_send(StopPartition);
+                    self.partitions
+                        .events
+                        .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
+                    log::info!("partition {tp}: broker {} leads now", p.leader.0);
+                }
+                errors.push(
+                    LeaderAndIsrPartitionError::default().with_partition_index(p.partition_index),
+                );
+            }
+            self.take_leadership(led, &log_config).await?;
+            topics.push(
+                LeaderAndIsrTopicError::default()
+                    .with_topic_id(topic.topic_id)
+                    .with_partition_errors(errors),
+            );
+        }
+        Ok(LeaderAndIsrResponse::default().with_topics(topics))
+    }
+
+    async fn apply_update_metadata(
+        &self,
+        request: ApplyUpdateMetadata,
+    ) -> Result<UpdateMetadataResponse, TopicError> {
+        let request = request.0;
+        if let Err(code) = self.fence(
+            request.controller_id.0,
+            request.controller_epoch,
+            request.broker_epoch,
+        ) {
+            return Ok(UpdateMetadataResponse::default().with_error_code(code));
+        }
+        let brokers: BTreeMap<i32, BrokerEndpoint> = request
+            .live_brokers
+            .iter()
+            .filter_map(|b| {
+                let endpoint = b.endpoints.first()?;
+                Some((
+                    b.id.0,
+                    BrokerEndpoint {
+                        id: b.id.0,
+                        host: endpoint.host.to_string(),
+                        port: u16::try_from(endpoint.port).ok()?,
+                        rack: b.rack.as_ref().map(|r| r.to_string()),
+                    },
+                ))
+            })
+            .collect();
+        self.cache.update(|m| m.brokers = brokers);
+        for topic in request.topic_states {
+            let name = topic.topic_name.0.to_string();
+            if topic
+                .partition_states
+                .iter()
+                .any(|p| p.leader.0 == LEADER_DURING_DELETE)
+            {
+                self.cache.update(|m| m.topics.remove(&name));
+                continue;
+            }
+            let known = self.cache.topic(&name);
+            let (configs, log_config) = match &known {
+                Some(t) => (t.configs.clone(), t.log_config.clone()),
+                None => {
+                    let configs = self.topic_configs(&name).await?;
+                    let log_config = self.log_config_for(&configs)?;
+                    (configs, log_config)
+                }
+            };
+            let mut partitions = known.map(|t| t.partitions).unwrap_or_default();
+            for p in topic.partition_states {
+                partitions.insert(
+                    p.partition_index,
+                    PartitionMetadata {
+                        leader: p.leader.0,
+                        leader_epoch: p.leader_epoch,
+                        replicas: p.replicas.iter().map(|b| b.0).collect(),
+                        isr: p.isr.iter().map(|b| b.0).collect(),
+                    },
+                );
+            }
+            let metadata = TopicMetadata {
+                name: name.clone(),
+                topic_id: *topic.topic_id.as_bytes(),
+                is_internal: is_internal_topic(&name),
+                partitions,
+                configs,
+                log_config,
+            };
+            self.cache.update(|m| m.topics.insert(name, metadata));
+        }
+        Ok(UpdateMetadataResponse::default())
+    }
+
+    async fn apply_stop_replica(
+        &self,
+        request: ApplyStopReplica,
+    ) -> Result<StopReplicaResponse, TopicError> {
+        let request = request.0;
+        if let Err(code) = self.fence(
+            request.controller_id.0,
+            request.controller_epoch,
+            request.broker_epoch,
+        ) {
+            return Ok(StopReplicaResponse::default().with_error_code(code));
+        }
+        let mut errors = Vec::new();
+        for topic in request.topic_states {
+            let name = topic.topic_name.0.to_string();
+            for p in topic.partition_states {
+                let tp = TopicPartition::new(name.clone(), p.partition_index);
+                if let Some(handle) = self.partitions.registry.remove(&tp) {
+                    handle.addr.do_send(StopPartition);
+                    self.partitions
+                        .events
+                        .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
+                }
+                let mut code = 0;
+                if p.delete_partition {
+                    match self.log.send(DeleteLog { tp: tp.clone() }).await {
+                        Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => {}
+                        Ok(Err(e)) => {
+                            log::error!("deleting the log of {tp} failed: {e}");
+                            code = kafka_protocol::error::ResponseError::KafkaStorageError.code();
+                        }
+                        Err(_) => return Err(TopicError::Stopped),
+                    }
+                }
+                errors.push(
+                    StopReplicaPartitionError::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(name.clone())))
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code),
+                );
+            }
+        }
+        Ok(StopReplicaResponse::default().with_partition_errors(errors))
+    }
+
+    /// Standby: `/controller` is empty; run for it.
+    async fn try_elect(&self, registration: Registration) -> Result<bool, TopicError> {
+        if self.is_active() {
+            return Ok(false);
+        }
+        match registration.elect(self.store.as_ref()).await? {
+            Some(epoch) => {
+                log::info!(
+                    "broker {} is the controller (epoch {epoch})",
+                    self.broker_id
+                );
+                self.activate(epoch).await?;
+                Ok(true)
+            }
+            None => {
+                let holder = self.controller_holder().await?;
+                self.cache.update(|m| m.controller_id = holder);
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// The first PLAINTEXT endpoint of a registration, as `(host, port)`.
+fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
+    info.endpoints.iter().find_map(|endpoint| {
+        let rest = endpoint.strip_prefix("PLAINTEXT://")?;
+        let (host, port) = rest.rsplit_once(':')?;
+        Some((
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port.parse().ok()?,
+        ))
+    })
+}
+
+controller_request!(
+    /// The children of `/brokers/ids`, read after a change.
+    BrokersChanged {
+        ids: Vec<String>,
+    } -> (), brokers_changed
+);
+
+/// A LeaderAndIsr request from the controller (this broker's or another's).
+#[derive(Debug)]
+pub struct ApplyLeaderAndIsr(pub LeaderAndIsrRequest);
+
+impl Message for ApplyLeaderAndIsr {
+    type Result = Result<LeaderAndIsrResponse, TopicError>;
+}
+
+/// An UpdateMetadata request from the controller.
+#[derive(Debug)]
+pub struct ApplyUpdateMetadata(pub UpdateMetadataRequest);
+
+impl Message for ApplyUpdateMetadata {
+    type Result = Result<UpdateMetadataResponse, TopicError>;
+}
+
+/// A StopReplica request from the controller.
+#[derive(Debug)]
+pub struct ApplyStopReplica(pub StopReplicaRequest);
+
+impl Message for ApplyStopReplica {
+    type Result = Result<StopReplicaResponse, TopicError>;
+}
+
+macro_rules! control_handler {
+    ($message:ident -> $response:ty, $method:ident) => {
+        impl Handler<$message> for Controller {
+            type Result = AtomicResponse<Self, Result<$response, TopicError>>;
+
+            fn handle(&mut self, msg: $message, _ctx: &mut Context<Self>) -> Self::Result {
+                let shared = self.shared.clone();
+                AtomicResponse::new(Box::pin(
+                    async move { shared.$method(msg).await }.into_actor(self),
+                ))
+            }
+        }
+    };
+}
+
+control_handler!(ApplyLeaderAndIsr -> LeaderAndIsrResponse, apply_leader_and_isr);
+control_handler!(ApplyUpdateMetadata -> UpdateMetadataResponse, apply_update_metadata);
+control_handler!(ApplyStopReplica -> StopReplicaResponse, apply_stop_replica);
+
+/// Standby: the `/controller` claim went away; run for controller.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+struct TryElect;
+
+impl Handler<TryElect> for Controller {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _msg: TryElect, _ctx: &mut Context<Self>) -> Self::Result {
+        let shared = self.shared.clone();
+        let registration = self.registration.clone();
+        AtomicResponse::new(Box::pin(
+            async move { shared.try_elect(registration).await }
+                .into_actor(self)
+                .map(|result, actor, ctx| match result {
+                    Ok(true) => actor.follow_active(ctx),
+                    Ok(false) => {}
+                    Err(e) => log::error!("the controller election failed: {e}"),
+                }),
+        ))
     }
 }

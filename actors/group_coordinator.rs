@@ -256,8 +256,14 @@ impl Actor for GroupCoordinator {
         ctx.set_mailbox_capacity(4096);
         if !self.subscribed {
             // Deleted topics lose their committed offsets in every group.
-            self.events
-                .subscribe(ctx.address().recipient(), &[EventKind::TopicDeleted]);
+            self.events.subscribe(
+                ctx.address().recipient(),
+                &[
+                    EventKind::TopicDeleted,
+                    EventKind::LeadershipGained,
+                    EventKind::LeadershipLost,
+                ],
+            );
             self.subscribed = true;
         }
         self.load_led_partitions(ctx);
@@ -364,11 +370,18 @@ where
 {
     type Result = ResponseFuture<Result<Option<T>, ResponseError>>;
 
-    fn handle(&mut self, msg: ForGroup<M>, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ForGroup<M>, ctx: &mut Context<Self>) -> Self::Result {
         fail::fail_point!("coordinator.for_group");
         let partition = match self.route(&msg.group_id) {
             Ok(partition) => partition,
-            Err(e) => return Box::pin(async move { Err(e) }),
+            Err(e) => {
+                if e == ResponseError::CoordinatorLoadInProgress {
+                    // Led here but not loaded (leadership arrived from the
+                    // controller): load now; the client retries.
+                    self.load_led_partitions(ctx);
+                }
+                return Box::pin(async move { Err(e) });
+            }
         };
         let existing = self
             .groups
@@ -404,13 +417,37 @@ where
 impl Handler<BrokerEvent> for GroupCoordinator {
     type Result = ();
 
-    fn handle(&mut self, event: BrokerEvent, _ctx: &mut Context<Self>) {
-        if let BrokerEvent::TopicDeleted { topic, .. } = event {
-            for group in self.groups.values() {
-                group.do_send(TopicDeleted {
-                    topic: topic.clone(),
-                });
+    fn handle(&mut self, event: BrokerEvent, ctx: &mut Context<Self>) {
+        match event {
+            BrokerEvent::TopicDeleted { topic, .. } => {
+                for group in self.groups.values() {
+                    group.do_send(TopicDeleted {
+                        topic: topic.clone(),
+                    });
+                }
             }
+            // Coordinating follows the leadership of `__consumer_offsets`
+            // partitions: load their groups when it arrives...
+            BrokerEvent::LeadershipGained { tp, .. } if tp.topic == OFFSETS_TOPIC => {
+                self.load_led_partitions(ctx);
+            }
+            // ...and forget them when it goes (NOT_COORDINATOR from then on;
+            // the new leader loads them from the log).
+            BrokerEvent::LeadershipLost { tp } if tp.topic == OFFSETS_TOPIC => {
+                let partition = tp.partition;
+                self.loads.remove(&partition);
+                let moved: Vec<String> = self
+                    .groups
+                    .keys()
+                    .filter(|g| self.offsets_partition(g) == partition)
+                    .cloned()
+                    .collect();
+                for group in moved {
+                    self.groups.remove(&group);
+                }
+                log::info!("no longer coordinating the groups of {tp}");
+            }
+            _ => {}
         }
     }
 }

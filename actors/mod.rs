@@ -15,6 +15,7 @@ pub mod acceptor;
 pub mod connection;
 pub mod consumer_group;
 pub mod controller;
+pub mod controller_channel;
 pub mod event_bus;
 pub mod extension;
 pub mod group_coordinator;

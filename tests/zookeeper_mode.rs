@@ -340,35 +340,6 @@ fn a_broker_restarted_after_sigkill_waits_out_its_old_session() {
     assert_eq!(consume_all(&broker.bootstrap, "kept", 5).len(), 5);
 }
 
-/// One broker per cluster for now: a second broker (another id) cannot
-/// become controller while the first is, and says so instead of serving
-/// partitions nobody assigns it; the first is untouched.
-#[test]
-fn a_second_broker_in_the_same_cluster_is_refused_for_now() {
-    let zk = ZooKeeperServer::start();
-    let first_dir = tempfile::tempdir().expect("tempdir");
-    let connect = format!("zookeeper.connect={}", zk.connect_string());
-    let _first = BrokerProcess::start(first_dir.path(), &[connect.as_str(), SESSION_MS]);
-    let zk_root = root_store(&zk);
-    let controller = owner(&zk_root, "/controller");
-
-    let second_dir = tempfile::tempdir().expect("tempdir");
-    let output = run_to_exit(
-        second_dir.path(),
-        &[connect.as_str(), SESSION_MS, "broker.id=1"],
-    );
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{said}");
-    let errors: Vec<&str> = said.lines().filter(|l| l.contains("ERROR")).collect();
-    assert_eq!(errors.len(), 1, "{said}");
-    assert!(
-        errors[0].contains("another broker is the controller"),
-        "{said}"
-    );
-    assert_eq!(owner(&zk_root, "/controller"), controller);
-    assert_eq!(text(&zk_root, "/controller_epoch"), "1");
-}
-
 /// The sample `config/zookeeper.properties` parses without warnings.
 #[test]
 fn the_zookeeper_sample_config_parses() {

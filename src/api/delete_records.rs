@@ -23,7 +23,7 @@ pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> Delet
                     .with_partition_index(p.partition_index)
                     .with_low_watermark(-1);
                 let Some(handle) = ctx.partition(&tp) else {
-                    return result.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    return result.with_error_code(ctx.missing_partition(&tp));
                 };
                 match handle
                     .addr

@@ -76,7 +76,7 @@ pub async fn handle(
         for feed in &mut feeds {
             feed.mark_unchanged();
         }
-        let (partitions, regions, bytes) = read_all(&wanted, response_max_bytes).await;
+        let (partitions, regions, bytes) = read_all(ctx, &wanted, response_max_bytes).await;
         let has_error = partitions.iter().any(|p| p.error_code != 0);
         if bytes >= min_bytes || has_error || Instant::now() >= deadline {
             let mut responses: Vec<FetchableTopicResponse> = topic_names
@@ -108,12 +108,13 @@ pub async fn handle(
 /// Read every wanted partition once. Returns the per-partition responses in
 /// request order, the regions in the same order, and the bytes found.
 async fn read_all(
+    ctx: &BrokerContext,
     wanted: &[Wanted],
     response_max_bytes: u64,
 ) -> (Vec<PartitionData>, Vec<FileRegion>, u64) {
     let reads = join_all(wanted.iter().map(|w| async move {
         let Some(handle) = &w.handle else {
-            return Err(ResponseError::UnknownTopicOrPartition.code());
+            return Err(ctx.missing_partition(&w.tp));
         };
         match handle
             .addr

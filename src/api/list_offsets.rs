@@ -32,7 +32,7 @@ pub async fn handle(
                     .with_timestamp(-1)
                     .with_offset(-1);
                 let Some(handle) = ctx.partition(&tp) else {
-                    return response.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    return response.with_error_code(ctx.missing_partition(&tp));
                 };
                 let Ok(state) = handle.addr.send(GetState).await else {
                     return response.with_error_code(ResponseError::NotLeaderOrFollower.code());

@@ -9,6 +9,7 @@
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod configs;
+pub mod control;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -64,6 +65,23 @@ pub struct BrokerContext {
 impl BrokerContext {
     pub fn partition(&self, tp: &TopicPartition) -> Option<PartitionHandle> {
         self.partitions.get(tp)
+    }
+
+    /// The error for a partition this broker does not serve: led elsewhere
+    /// (NOT_LEADER_OR_FOLLOWER, so clients refresh their metadata), without
+    /// a leader (LEADER_NOT_AVAILABLE), or unknown.
+    pub fn missing_partition(&self, tp: &TopicPartition) -> i16 {
+        let leader = self.metadata.read(|m| {
+            m.topics
+                .get(&tp.topic)
+                .and_then(|t| t.partitions.get(&tp.partition))
+                .map(|p| p.leader)
+        });
+        match leader {
+            Some(leader) if leader < 0 => ResponseError::LeaderNotAvailable.code(),
+            Some(_) => ResponseError::NotLeaderOrFollower.code(),
+            None => ResponseError::UnknownTopicOrPartition.code(),
+        }
     }
 }
 
@@ -178,6 +196,9 @@ pub async fn handle(
         Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
         Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
         Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
+        Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),
+        Request::StopReplica(r) => reply!(control::stop_replica(ctx, *r).await),
+        Request::UpdateMetadata(r) => reply!(control::update_metadata(ctx, *r).await),
     }
 }
 

@@ -163,7 +163,8 @@ pub async fn handle(
                 continue;
             };
             let Some(handle) = ctx.partition(&tp) else {
-                partitions.push(fail(response, ResponseError::UnknownTopicOrPartition));
+                let code = ctx.missing_partition(&tp);
+                partitions.push(Box::pin(std::future::ready(response.with_error_code(code))));
                 continue;
             };
             if acks == -1 && isr_too_small(ctx, &tp) {

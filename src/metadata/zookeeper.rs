@@ -178,7 +178,11 @@ impl ZooKeeperStore {
                     // zookeeper-async reports an expired session as
                     // NotConnected, then opens a new one.
                     ZkState::NotConnected | ZkState::Closed if !expired.swap(true, SeqCst) => {
-                        log::warn!("the ZooKeeper session expired");
+                        if state == ZkState::Closed {
+                            log::info!("the ZooKeeper session is closed");
+                        } else {
+                            log::warn!("the ZooKeeper session expired");
+                        }
                         if let Ok(mut w) = listener_watches.lock() {
                             w.expire();
                         }

@@ -77,6 +77,10 @@ implemented_apis! {
     Fetch(FetchRequest) = Fetch, 0..=12;
     ListOffsets(ListOffsetsRequest) = ListOffsets, 0..=7;
     Metadata(MetadataRequest) = Metadata, 0..=12;
+    // The controller's requests to brokers, in the one version it speaks.
+    LeaderAndIsr(LeaderAndIsrRequest) = LeaderAndIsr, 5..=5;
+    StopReplica(StopReplicaRequest) = StopReplica, 3..=3;
+    UpdateMetadata(UpdateMetadataRequest) = UpdateMetadata, 7..=7;
     OffsetCommit(OffsetCommitRequest) = OffsetCommit, 0..=8;
     OffsetFetch(OffsetFetchRequest) = OffsetFetch, 0..=8;
     FindCoordinator(FindCoordinatorRequest) = FindCoordinator, 0..=4;

@@ -1,0 +1,345 @@
+//! Several brokers in one cluster over a real ZooKeeper: one controller,
+//! elected through `/controller`, places partitions on every broker and
+//! tells each broker (LeaderAndIsr, UpdateMetadata over the wire) what it
+//! leads; every broker answers Metadata for the whole cluster, and clients
+//! bootstrapped anywhere produce and consume everywhere. Controller death
+//! elects another; a dead leader's partitions are offline (the ISR is the
+//! leader alone until replication lands) and come back with it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::zookeeper::ZooKeeperServer;
+use common::{admin, admin_options, block_on, client_config, BrokerProcess};
+use rdkafka::admin::{NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::Message;
+
+const SESSION_MS: &str = "zookeeper.session.timeout.ms=4000";
+
+struct Cluster {
+    zk: ZooKeeperServer,
+    dirs: Vec<tempfile::TempDir>,
+    brokers: BTreeMap<i32, BrokerProcess>,
+}
+
+impl Cluster {
+    fn start(size: i32) -> Cluster {
+        let zk = ZooKeeperServer::start();
+        let mut cluster = Cluster {
+            zk,
+            dirs: Vec::new(),
+            brokers: BTreeMap::new(),
+        };
+        for id in 0..size {
+            cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
+            cluster.start_broker(id);
+        }
+        cluster
+    }
+
+    fn overrides(&self, id: i32) -> Vec<String> {
+        vec![
+            format!("zookeeper.connect={}/cluster", self.zk.connect_string()),
+            format!("broker.id={id}"),
+            SESSION_MS.to_string(),
+        ]
+    }
+
+    fn start_broker(&mut self, id: i32) {
+        let overrides = self.overrides(id);
+        let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let broker = BrokerProcess::start(self.dirs[id as usize].path(), &refs);
+        self.brokers.insert(id, broker);
+    }
+
+    fn bootstrap(&self, id: i32) -> String {
+        self.brokers[&id].bootstrap.clone()
+    }
+
+    /// (leader per partition, broker count, controller id) as broker `id`
+    /// answers Metadata.
+    fn view(&self, id: i32, topic: &str) -> (BTreeMap<i32, i32>, usize, i32) {
+        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
+        let metadata = client
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .expect("metadata");
+        let leaders = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic && t.error().is_none())
+            .flat_map(|t| t.partitions().iter().map(|p| (p.id(), p.leader())))
+            .collect();
+        let controller = {
+            use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
+            let response: MetadataResponse = common::raw_request(
+                &self.bootstrap(id),
+                ApiKey::Metadata,
+                9,
+                &MetadataRequest::default().with_topics(Some(Vec::new())),
+                Duration::from_secs(10),
+            );
+            response.controller_id.0
+        };
+        (leaders, metadata.brokers().len(), controller)
+    }
+
+    /// Waits (bounded) until every broker in `asked` sees `topic` with
+    /// `partitions` partitions satisfying `ok`.
+    fn wait_for(
+        &self,
+        asked: &[i32],
+        topic: &str,
+        what: &str,
+        ok: impl Fn(&BTreeMap<i32, i32>, usize, i32) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for &id in asked {
+            loop {
+                let (leaders, brokers, controller) = self.view(id, topic);
+                if ok(&leaders, brokers, controller) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "broker {id} never showed {what}: leaders {leaders:?}, {brokers} brokers, controller {controller}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let result = block_on(admin(bootstrap).create_topics(
+            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+            &admin_options(Duration::from_secs(30)),
+        ))
+        .expect("CreateTopics answered")
+        .remove(0);
+        match result {
+            Ok(_) => return,
+            Err((_, code)) if Instant::now() < deadline => {
+                eprintln!("create {topic}: {code:?}, retrying");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err((_, code)) => panic!("create {topic}: {code:?}"),
+        }
+    }
+}
+
+fn produce(bootstrap: &str, topic: &str, range: std::ops::Range<usize>) {
+    let producer: BaseProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .set("message.timeout.ms", "60000")
+        .create()
+        .expect("producer");
+    for i in range {
+        let key = i.to_string();
+        let payload = format!("record-{i}");
+        loop {
+            match producer.send(BaseRecord::to(topic).key(&key).payload(&payload)) {
+                Ok(()) => break,
+                Err((_, _)) => {
+                    producer.poll(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+    producer
+        .flush(Duration::from_secs(60))
+        .expect("every record acknowledged");
+}
+
+fn consume(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", format!("cluster-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen.len() < expected && Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    seen
+}
+
+/// Three brokers: one controller; a 6-partition topic created through any
+/// broker has two leaders per broker, every broker's Metadata says so, and
+/// clients bootstrapped on one broker produce to and consume from all.
+#[test]
+fn three_brokers_share_a_topic() {
+    let cluster = Cluster::start(3);
+    cluster.wait_for(
+        &[0, 1, 2],
+        "",
+        "3 brokers and a controller",
+        |_, brokers, controller| brokers == 3 && (0..3).contains(&controller),
+    );
+    let (_, _, controller) = cluster.view(0, "");
+    // Created through a broker that is not the controller.
+    let via = (controller + 1) % 3;
+    create_topic(&cluster.bootstrap(via), "spread", 6);
+    cluster.wait_for(&[0, 1, 2], "spread", "6 led partitions", |leaders, _, _| {
+        leaders.len() == 6 && leaders.values().all(|&l| l >= 0)
+    });
+    let (leaders, _, _) = cluster.view(2, "spread");
+    let mut per_broker = BTreeMap::new();
+    for leader in leaders.values() {
+        *per_broker.entry(*leader).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_broker,
+        BTreeMap::from([(0, 2), (1, 2), (2, 2)]),
+        "{leaders:?}"
+    );
+    produce(&cluster.bootstrap(2), "spread", 0..120);
+    assert_eq!(consume(&cluster.bootstrap(1), "spread", 120).len(), 120);
+    // Each broker holds exactly the logs of the partitions it leads.
+    for (&partition, &leader) in &leaders {
+        for id in 0..3 {
+            let log = cluster.dirs[id as usize]
+                .path()
+                .join(format!("spread-{partition}"));
+            assert_eq!(
+                log.exists(),
+                id == leader,
+                "spread-{partition} on broker {id}"
+            );
+        }
+    }
+}
+
+/// SIGKILL the controller: another broker is elected (a new controller
+/// epoch) and serves; the dead broker's partitions are offline (leader -1,
+/// no in-sync replica left) and come back, records intact, when it returns.
+#[test]
+fn controller_death_elects_another_and_partitions_return_with_their_broker() {
+    let mut cluster = Cluster::start(3);
+    cluster.wait_for(&[0, 1, 2], "", "3 brokers", |_, brokers, controller| {
+        brokers == 3 && controller >= 0
+    });
+    let (_, _, controller) = cluster.view(0, "");
+    let survivor = (controller + 1) % 3;
+    create_topic(&cluster.bootstrap(survivor), "durable", 3);
+    cluster.wait_for(
+        &[0, 1, 2],
+        "durable",
+        "3 led partitions",
+        |leaders, _, _| leaders.len() == 3 && leaders.values().all(|&l| l >= 0),
+    );
+    produce(&cluster.bootstrap(survivor), "durable", 0..60);
+
+    let killed = cluster
+        .brokers
+        .remove(&controller)
+        .expect("controller process");
+    let died = Instant::now();
+    killed.kill();
+    let others: Vec<i32> = (0..3).filter(|&id| id != controller).collect();
+    cluster.wait_for(
+        &others,
+        "durable",
+        "a new controller and an offline partition",
+        |leaders, brokers, new_controller| {
+            brokers == 2
+                && new_controller >= 0
+                && new_controller != controller
+                && leaders.values().filter(|&&l| l == -1).count() == 1
+        },
+    );
+    eprintln!("controller failover observed after {:?}", died.elapsed());
+
+    cluster.start_broker(controller);
+    cluster.wait_for(
+        &[0, 1, 2],
+        "durable",
+        "every partition led again",
+        |leaders, brokers, _| {
+            brokers == 3 && leaders.len() == 3 && leaders.values().all(|&l| l >= 0)
+        },
+    );
+    produce(&cluster.bootstrap(controller), "durable", 60..90);
+    assert_eq!(
+        consume(&cluster.bootstrap(survivor), "durable", 90).len(),
+        90
+    );
+}
+
+/// `scripts/cluster.sh start 3` (the README's "Run a cluster") starts
+/// ZooKeeper and three brokers that form one cluster; `stop` ends them.
+#[test]
+fn cluster_script_starts_and_stops_a_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(script)
+            .args(args)
+            .env("FERROLOG_BIN", env!("CARGO_BIN_EXE_ferrolog"))
+            .env("FERROLOG_CLUSTER_DIR", dir.path())
+            .output()
+            .expect("the script runs");
+        let said = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{args:?}: {said}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        said
+    };
+    // Stops whatever started, even when an assertion fails.
+    struct StopOnDrop<'a>(&'a dyn Fn(&[&str]) -> String);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                let _ =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.0)(&["stop"])));
+            }
+        }
+    }
+    let _guard = StopOnDrop(&run);
+    let said = run(&["start", "3"]);
+    let bootstrap = said
+        .lines()
+        .find_map(|l| l.strip_prefix("bootstrap: "))
+        .expect("the bootstrap list is printed")
+        .to_string();
+    assert_eq!(bootstrap.split(',').count(), 3);
+    let client: BaseConsumer = client_config(&bootstrap).create().expect("client");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let brokers = client
+            .fetch_metadata(None, Duration::from_secs(10))
+            .map(|m| m.brokers().len())
+            .unwrap_or(0);
+        if brokers == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the brokers never formed a cluster"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    run(&["stop"]);
+    let first = bootstrap
+        .split(',')
+        .next()
+        .expect("one address")
+        .to_string();
+    assert!(
+        std::net::TcpStream::connect(&first).is_err(),
+        "the brokers are stopped"
+    );
+}
