@@ -20,7 +20,7 @@ use crate::cluster::{
     TopicMetadata,
 };
 use crate::config::{apply_topic_overrides, BrokerConfig};
-use crate::metadata::assignment::{assign_replicas, assign_replicas_random, AssignmentError};
+use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
 use crate::metadata::registration::{claim_ephemeral, ClaimError};
 use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, StoreOp};
 use crate::metadata::znodes::{
@@ -734,7 +734,10 @@ impl Shared {
             } else {
                 request.replication_factor
             };
-            assign_replicas_random(&brokers, partitions, replication_factor, seed_for(&name))?
+            let racked: Vec<(i32, Option<String>)> = self
+                .cache
+                .read(|m| m.brokers.values().map(|b| (b.id, b.rack.clone())).collect());
+            assign_for_new_topic(&racked, partitions, replication_factor, seed_for(&name))?
         } else {
             if request.num_partitions != -1 || request.replication_factor != -1 {
                 return Err(TopicError::InvalidRequest(

@@ -24,15 +24,22 @@ struct Cluster {
     zk: ZooKeeperServer,
     dirs: Vec<tempfile::TempDir>,
     brokers: BTreeMap<i32, BrokerProcess>,
+    racks: Vec<&'static str>,
 }
 
 impl Cluster {
     fn start(size: i32) -> Cluster {
+        Self::start_in_racks(size, &[])
+    }
+
+    /// `racks[id]` is broker `id`'s `broker.rack` (none when missing).
+    fn start_in_racks(size: i32, racks: &[&'static str]) -> Cluster {
         let zk = ZooKeeperServer::start();
         let mut cluster = Cluster {
             zk,
             dirs: Vec::new(),
             brokers: BTreeMap::new(),
+            racks: racks.to_vec(),
         };
         for id in 0..size {
             cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
@@ -42,11 +49,33 @@ impl Cluster {
     }
 
     fn overrides(&self, id: i32) -> Vec<String> {
-        vec![
+        let mut overrides = vec![
             format!("zookeeper.connect={}/cluster", self.zk.connect_string()),
             format!("broker.id={id}"),
             SESSION_MS.to_string(),
-        ]
+        ];
+        if let Some(rack) = self.racks.get(id as usize) {
+            overrides.push(format!("broker.rack={rack}"));
+        }
+        overrides
+    }
+
+    /// Each partition's replicas, as broker `id` answers Metadata.
+    fn replicas(&self, id: i32, topic: &str) -> BTreeMap<i32, Vec<i32>> {
+        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
+        let metadata = client
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .expect("metadata");
+        metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| {
+                t.partitions()
+                    .iter()
+                    .map(|p| (p.id(), p.replicas().to_vec()))
+            })
+            .collect()
     }
 
     fn start_broker(&mut self, id: i32) {
@@ -114,10 +143,18 @@ impl Cluster {
 }
 
 fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    create_replicated_topic(bootstrap, topic, partitions, 1);
+}
+
+fn create_replicated_topic(bootstrap: &str, topic: &str, partitions: i32, replication: i32) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let result = block_on(admin(bootstrap).create_topics(
-            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+            &[NewTopic::new(
+                topic,
+                partitions,
+                TopicReplication::Fixed(replication),
+            )],
             &admin_options(Duration::from_secs(30)),
         ))
         .expect("CreateTopics answered")
@@ -175,12 +212,15 @@ fn consume(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
     seen
 }
 
-/// Three brokers: one controller; a 6-partition topic created through any
-/// broker has two leaders per broker, every broker's Metadata says so, and
-/// clients bootstrapped on one broker produce to and consume from all.
+/// Three brokers in two racks: one controller; a 6-partition topic
+/// created through any broker has two leaders per broker, every broker's
+/// Metadata says so, and clients bootstrapped on one broker produce to and
+/// consume from all. Replicated topics (RF 2 and 3) put each partition's
+/// replicas on distinct brokers spanning both racks, leaders still two per
+/// broker.
 #[test]
 fn three_brokers_share_a_topic() {
-    let cluster = Cluster::start(3);
+    let cluster = Cluster::start_in_racks(3, &["rack-a", "rack-a", "rack-b"]);
     cluster.wait_for(
         &[0, 1, 2],
         "",
@@ -204,6 +244,33 @@ fn three_brokers_share_a_topic() {
         BTreeMap::from([(0, 2), (1, 2), (2, 2)]),
         "{leaders:?}"
     );
+    for (topic, replication) in [("two-racks", 2), ("everywhere", 3)] {
+        create_replicated_topic(&cluster.bootstrap(via), topic, 6, replication);
+        cluster.wait_for(&[0, 1, 2], topic, "6 led partitions", |leaders, _, _| {
+            leaders.len() == 6 && leaders.values().all(|&l| l >= 0)
+        });
+        let replicas = cluster.replicas(1, topic);
+        let mut leaders = BTreeMap::new();
+        for (partition, set) in &replicas {
+            assert_eq!(
+                set.len(),
+                replication as usize,
+                "{topic}-{partition}: {set:?}"
+            );
+            let distinct: std::collections::BTreeSet<_> = set.iter().collect();
+            assert_eq!(distinct.len(), set.len(), "{topic}-{partition}: {set:?}");
+            assert!(
+                set.contains(&2) && set.iter().any(|&b| b < 2),
+                "{topic}-{partition} spans both racks: {set:?}"
+            );
+            *leaders.entry(set[0]).or_insert(0) += 1;
+        }
+        assert_eq!(
+            leaders,
+            BTreeMap::from([(0, 2), (1, 2), (2, 2)]),
+            "{topic}: {replicas:?}"
+        );
+    }
     produce(&cluster.bootstrap(2), "spread", 0..120);
     assert_eq!(consume(&cluster.bootstrap(1), "spread", 120).len(), 120);
     // Each broker holds exactly the logs of the partitions it leads.

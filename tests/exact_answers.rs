@@ -493,3 +493,59 @@ fn describe_configs_answers_sources_types_and_synonyms() {
         ResponseError::InvalidConfig.code()
     );
 }
+
+/// Control requests are fenced (Kafka's controller epoch, KIP-380's broker
+/// epoch): one stamped with an older controller epoch answers
+/// STALE_CONTROLLER_EPOCH, one with an older broker epoch
+/// STALE_BROKER_EPOCH, and neither changes what the broker serves.
+#[test]
+fn control_requests_from_the_past_are_fenced() {
+    use kafka_protocol::messages::{
+        BrokerId, LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest,
+        UpdateMetadataResponse,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Restarted twice: the controller epoch is 3 by now.
+    drop(BrokerProcess::start(dir.path(), &[]).terminate());
+    drop(BrokerProcess::start(dir.path(), &[]).terminate());
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    create_topic(&broker.bootstrap, "fenced");
+    let stale_controller: UpdateMetadataResponse = raw_request(
+        &broker.bootstrap,
+        ApiKey::UpdateMetadata,
+        7,
+        &UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(1)
+            .with_broker_epoch(-1),
+        TIMEOUT,
+    );
+    assert_eq!(
+        stale_controller.error_code,
+        ResponseError::StaleControllerEpoch.code()
+    );
+    let stale_broker: LeaderAndIsrResponse = raw_request(
+        &broker.bootstrap,
+        ApiKey::LeaderAndIsr,
+        5,
+        &LeaderAndIsrRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(1000)
+            .with_broker_epoch(1),
+        TIMEOUT,
+    );
+    assert_eq!(
+        stale_broker.error_code,
+        ResponseError::StaleBrokerEpoch.code()
+    );
+    // The broker's own view is untouched: it is still the controller and
+    // still serves the topic.
+    let view = metadata(
+        &broker.bootstrap,
+        9,
+        &MetadataRequest::default().with_topics(None),
+    );
+    assert_eq!(view.controller_id.0, 0);
+    assert_eq!(view.brokers.len(), 1);
+    assert_eq!(view.topics.len(), 1);
+}

@@ -1,6 +1,6 @@
 //! Replica assignment for topic creation and partition addition: Kafka's
-//! rack-unaware `AdminUtils.assignReplicasToBrokers`, kept bit for bit so a
-//! topic created here is laid out as Kafka would lay it out. Leaders go round
+//! `AdminUtils.assignReplicasToBrokers`, rack-unaware and rack-aware, kept
+//! bit for bit so a topic created here is laid out as Kafka would lay it out. Leaders go round
 //! robin over the brokers from a start index; each partition's followers
 //! follow its leader at a shift that grows by one every time the leaders
 //! wrap around, so replicas of consecutive rounds land on different brokers.
@@ -109,6 +109,141 @@ pub fn assign_replicas_random(
     )
 }
 
+/// Kafka's `assignReplicasToBrokersRackAware`: brokers are taken in an
+/// order alternating over the racks (sorted by rack name, then broker id),
+/// leaders go round robin over that list, and each follower is the next
+/// broker in the shifted walk that adds a rack (or, once every rack holds
+/// a replica, a broker) without a replica yet. With as many racks as the
+/// replication factor, every partition has one replica per rack.
+pub fn assign_replicas_rack_aware(
+    brokers: &[(i32, String)],
+    partitions: i32,
+    replication_factor: i16,
+    start_index: usize,
+    start_partition_id: i32,
+    next_replica_shift: usize,
+) -> Result<BTreeMap<i32, Vec<i32>>, AssignmentError> {
+    let ids: Vec<i32> = brokers.iter().map(|(id, _)| *id).collect();
+    sorted_brokers(&ids)?;
+    let start_partition_id = start_partition_id.max(0);
+    if partitions <= 0 || start_partition_id.checked_add(partitions).is_none() {
+        return Err(AssignmentError::InvalidPartitions(partitions));
+    }
+    let n = brokers.len();
+    let rf = usize::try_from(replication_factor).unwrap_or(0);
+    if rf == 0 || rf > n {
+        return Err(AssignmentError::InvalidReplicationFactor {
+            replication_factor,
+            brokers: n,
+        });
+    }
+    let rack_of: BTreeMap<i32, &str> = brokers
+        .iter()
+        .map(|(id, rack)| (*id, rack.as_str()))
+        .collect();
+    let arranged = rack_alternated(brokers);
+    let racks = rack_of
+        .values()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let start_index = start_index % n;
+    let mut shift = next_replica_shift % n;
+    let mut assignment = BTreeMap::new();
+    for partition in start_partition_id..start_partition_id + partitions {
+        let p = partition as usize;
+        if p > 0 && p.is_multiple_of(n) {
+            shift += 1;
+        }
+        let first = (p + start_index) % n;
+        let leader = arranged[first];
+        let mut replicas = vec![leader];
+        let mut racks_used = std::collections::BTreeSet::from([rack_of[&leader]]);
+        let mut k = 0;
+        for _ in 0..rf - 1 {
+            // Kafka loops until a broker qualifies; one always does within
+            // n * n steps (every broker is visited at every shift).
+            for _ in 0..n * n {
+                let broker = if n > 1 {
+                    arranged[replica_index(first, shift * racks, k, n)]
+                } else {
+                    arranged[0]
+                };
+                k += 1;
+                let rack = rack_of[&broker];
+                let new_rack = !racks_used.contains(rack) || racks_used.len() == racks;
+                let new_broker = !replicas.contains(&broker) || replicas.len() == n;
+                if new_rack && new_broker {
+                    replicas.push(broker);
+                    racks_used.insert(rack);
+                    break;
+                }
+            }
+        }
+        assignment.insert(partition, replicas);
+    }
+    Ok(assignment)
+}
+
+/// Kafka's `getRackAlternatedBrokerList`: one broker per rack in turn,
+/// racks in name order, each rack's brokers in id order.
+fn rack_alternated(brokers: &[(i32, String)]) -> Vec<i32> {
+    let mut by_rack: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (id, rack) in brokers {
+        by_rack.entry(rack.as_str()).or_default().push(*id);
+    }
+    let mut queues: Vec<std::collections::VecDeque<i32>> = by_rack
+        .into_values()
+        .map(|mut ids| {
+            ids.sort_unstable();
+            ids.into()
+        })
+        .collect();
+    let mut arranged = Vec::with_capacity(brokers.len());
+    while arranged.len() < brokers.len() {
+        for queue in &mut queues {
+            if let Some(id) = queue.pop_front() {
+                arranged.push(id);
+            }
+        }
+    }
+    arranged
+}
+
+/// A new topic's assignment over `brokers` (id, rack): rack-aware when
+/// every broker names its rack, as Kafka does, rack-unaware otherwise;
+/// the random start index and shift come from `rng_seed`.
+pub fn assign_for_new_topic(
+    brokers: &[(i32, Option<String>)],
+    partitions: i32,
+    replication_factor: i16,
+    rng_seed: u64,
+) -> Result<BTreeMap<i32, Vec<i32>>, AssignmentError> {
+    let with_racks: Option<Vec<(i32, String)>> = brokers
+        .iter()
+        .map(|(id, rack)| rack.clone().map(|rack| (*id, rack)))
+        .collect();
+    match with_racks {
+        Some(racked) if !racked.is_empty() => {
+            let n = racked.len() as u64;
+            let mut rng = XorShift64::new(rng_seed);
+            let start_index = (rng.next() % n) as usize;
+            let shift = (rng.next() % n) as usize;
+            assign_replicas_rack_aware(
+                &racked,
+                partitions,
+                replication_factor,
+                start_index,
+                0,
+                shift,
+            )
+        }
+        _ => {
+            let ids: Vec<i32> = brokers.iter().map(|(id, _)| *id).collect();
+            assign_replicas_random(&ids, partitions, replication_factor, rng_seed)
+        }
+    }
+}
+
 fn sorted_brokers(brokers: &[i32]) -> Result<Vec<i32>, AssignmentError> {
     let mut sorted = brokers.to_vec();
     sorted.sort_unstable();
@@ -144,6 +279,70 @@ impl XorShift64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn racked(spec: &[(i32, &str)]) -> Vec<(i32, String)> {
+        spec.iter()
+            .map(|(id, rack)| (*id, rack.to_string()))
+            .collect()
+    }
+
+    /// Kafka's rack alternation: racks in name order, ids in order.
+    #[test]
+    fn rack_alternated_order() {
+        let brokers = racked(&[
+            (0, "r1"),
+            (1, "r3"),
+            (2, "r3"),
+            (3, "r2"),
+            (4, "r2"),
+            (5, "r1"),
+        ]);
+        assert_eq!(rack_alternated(&brokers), vec![0, 3, 1, 5, 4, 2]);
+    }
+
+    /// Every partition's replicas span as many racks as they can, on
+    /// distinct brokers, and leaders are spread evenly.
+    #[test]
+    fn rack_aware_spreads_replicas_over_racks() {
+        let brokers = racked(&[(0, "a"), (1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, "b")]);
+        for seed in 0..50 {
+            for rf in 1..=4i16 {
+                let assignment = assign_for_new_topic(
+                    &brokers
+                        .iter()
+                        .map(|(id, r)| (*id, Some(r.clone())))
+                        .collect::<Vec<_>>(),
+                    12,
+                    rf,
+                    seed,
+                )
+                .expect("assignment");
+                let mut leaders = BTreeMap::new();
+                for replicas in assignment.values() {
+                    assert_eq!(replicas.len(), rf as usize);
+                    let distinct: std::collections::BTreeSet<_> = replicas.iter().collect();
+                    assert_eq!(distinct.len(), replicas.len(), "{replicas:?}");
+                    let racks: std::collections::BTreeSet<_> = replicas
+                        .iter()
+                        .map(|&b| if b < 3 { "a" } else { "b" })
+                        .collect();
+                    assert_eq!(racks.len(), (rf as usize).min(2), "{replicas:?}");
+                    *leaders.entry(replicas[0]).or_insert(0) += 1;
+                }
+                assert!(leaders.values().all(|&c| c == 2), "{leaders:?}");
+            }
+        }
+    }
+
+    /// Without racks on every broker the layout is rack-unaware.
+    #[test]
+    fn partial_racks_fall_back_to_rack_unaware() {
+        let brokers = vec![(0, Some("a".to_string())), (1, None), (2, None)];
+        assert_eq!(
+            assign_for_new_topic(&brokers, 6, 2, 7).expect("assignment"),
+            assign_replicas_random(&[0, 1, 2], 6, 2, 7).expect("assignment")
+        );
+    }
 
     /// Kafka's own expected table (AdminTest.testReplicaAssignment): 5
     /// brokers, 10 partitions, rf 3, start 0, shift 0; the shift grows at p5.

@@ -21,7 +21,10 @@ pub mod store;
 pub mod znodes;
 pub mod zookeeper;
 
-pub use assignment::{assign_replicas, assign_replicas_random, AssignmentError};
+pub use assignment::{
+    assign_for_new_topic, assign_replicas, assign_replicas_rack_aware, assign_replicas_random,
+    AssignmentError,
+};
 pub use embedded::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
 pub use store::{
     validate_path, CreateMode, MetadataError, MetadataStore, Stat, StoreFuture, StoreOp,
