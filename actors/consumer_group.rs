@@ -41,7 +41,7 @@ use crate::group::state::GroupConfig;
 /// guard against a clock that jumps; deadlines themselves wake it).
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 /// Kafka's `offset.metadata.max.bytes` default.
-const OFFSET_METADATA_MAX_BYTES: usize = 4096;
+pub const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
 // One message per request, each with its typed answer. `Err` is a
 // group-level error (the group is unavailable past its restart budget);

@@ -239,6 +239,7 @@ impl BrokerBuilder {
             partitions,
             metadata: cache,
             clock: clock.clone(),
+            store: store.clone(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

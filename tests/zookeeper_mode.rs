@@ -587,3 +587,76 @@ fn topics_written_by_zookeeper_era_tools_are_taken_up_and_deleted() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// OffsetCommit v0 and OffsetFetch v0 on a ZooKeeper broker use the legacy
+/// consumer znodes, `/consumers/<group>/offsets/<topic>/<partition>`
+/// (decimal text), as Kafka 0.8.2 and every ZooKeeper-mode Kafka do; later
+/// versions use `__consumer_offsets`, so the two do not mix.
+#[test]
+fn offset_commit_v0_lives_in_zookeeper() {
+    use kafka_protocol::error::ResponseError;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+        OffsetFetchResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    create_topic(&broker.bootstrap, "legacy-offsets", 2);
+    let name = |t: &str| TopicName(StrBytes::from_string(t.to_string()));
+    let commit = |topic: &str, offset: i64| -> i16 {
+        let response: OffsetCommitResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::OffsetCommit,
+            0,
+            &OffsetCommitRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("old-consumer")))
+                .with_topics(vec![OffsetCommitRequestTopic::default()
+                    .with_name(name(topic))
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset)])]),
+            Duration::from_secs(30),
+        );
+        response.topics[0].partitions[0].error_code
+    };
+    let fetch = |version: i16| -> Vec<i64> {
+        let response: OffsetFetchResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::OffsetFetch,
+            version,
+            &OffsetFetchRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("old-consumer")))
+                .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                    .with_name(name("legacy-offsets"))
+                    .with_partition_indexes(vec![0, 1])])),
+            Duration::from_secs(30),
+        );
+        response.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.committed_offset)
+            .collect()
+    };
+    assert_eq!(commit("legacy-offsets", 42), 0);
+    assert_eq!(
+        commit("missing-topic", 1),
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let zk_root = root_store(&zk);
+    assert_eq!(
+        text(&zk_root, "/consumers/old-consumer/offsets/legacy-offsets/0"),
+        "42"
+    );
+    // A ZooKeeper-era tool writes partition 1 directly.
+    zk_root.create("/consumers/old-consumer/offsets/legacy-offsets/1", "7");
+    assert_eq!(fetch(0), vec![42, 7]);
+    // v1 reads __consumer_offsets, where nothing was committed.
+    assert_eq!(fetch(1), vec![-1, -1]);
+}

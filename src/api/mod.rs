@@ -30,6 +30,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod zookeeper_offsets;
 
 use std::sync::Arc;
 
@@ -60,6 +61,9 @@ pub struct BrokerContext {
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,
     pub clock: crate::clock::SharedClock,
+    /// The metadata store (ZooKeeper or embedded): OffsetCommit/OffsetFetch
+    /// v0 use it directly in ZooKeeper mode.
+    pub store: std::sync::Arc<dyn crate::metadata::MetadataStore>,
 }
 
 impl BrokerContext {
@@ -187,8 +191,15 @@ pub async fn handle(
         Request::SyncGroup(r) => reply!(sync_group::handle(ctx, *r).await),
         Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, *r).await),
         Request::LeaveGroup(r) => reply!(leave_group::handle(ctx, *r, version).await),
+        // Kafka on ZooKeeper keeps v0 commits in /consumers (0.8.2's way).
+        Request::OffsetCommit(r) if version == 0 && ctx.config.zookeeper_connect.is_some() => {
+            reply!(zookeeper_offsets::commit(ctx, *r).await)
+        }
         Request::OffsetCommit(r) => {
             reply!(offset_commit::handle(ctx, *r, ctx.clock.now_ms()).await)
+        }
+        Request::OffsetFetch(r) if version == 0 && ctx.config.zookeeper_connect.is_some() => {
+            reply!(zookeeper_offsets::fetch(ctx, *r).await)
         }
         Request::OffsetFetch(r) => reply!(offset_fetch::handle(ctx, *r, version).await),
         Request::OffsetDelete(r) => reply!(offset_delete::handle(ctx, *r).await),

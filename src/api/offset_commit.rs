@@ -1,7 +1,7 @@
 //! OffsetCommit (key 8), v0-8: a group member (or, with generation -1, a
 //! consumer outside any group) commits offsets; they are written to
 //! `__consumer_offsets` before the answer. Without ZooKeeper mode v0 commits
-//! also go to the log (Kafka 0.8.2 wrote them to ZooKeeper).
+//! also go to the log; with it they go to ZooKeeper (`zookeeper_offsets`).
 
 use std::collections::BTreeMap;
 
