@@ -135,6 +135,8 @@ struct Shared {
     role: Arc<std::sync::Mutex<Role>>,
     /// The active controller's channel to each other live broker.
     channels: Arc<std::sync::Mutex<HashMap<i32, Addr<ControllerChannel>>>>,
+    /// The newest `/config/changes` notification applied here.
+    config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// This broker's part in the controller election.
@@ -269,6 +271,9 @@ impl Registration {
     }
 }
 
+/// `/config/changes` notifications the controller keeps.
+const KEPT_CONFIG_CHANGES: usize = 100;
+
 /// Attempts at the election before deferring to whoever holds `/controller`.
 const ELECTION_ATTEMPTS: usize = 10;
 
@@ -367,7 +372,16 @@ impl Controller {
                 broker_epoch,
             })),
             channels: Arc::default(),
+            config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
         };
+        // Notifications older than start-up are in the configs read below.
+        for name in shared
+            .store
+            .children(ConfigEntityChangeNotificationZNode::PATH)
+            .await?
+        {
+            shared.note_config_change(&name);
+        }
         shared
             .partitions
             .events
@@ -1086,15 +1100,16 @@ impl Shared {
         Ok(())
     }
 
+    /// Any broker alters a topic's configs as Kafka's `AdminZkClient`
+    /// does: write `/config/topics/<topic>`, apply it here at once (so a
+    /// DescribeConfigs that follows sees it), then leave a
+    /// `/config/changes` notification that every other broker follows.
     async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), TopicError> {
-        if !self.is_active() {
-            return Err(TopicError::NotController);
-        }
         let name = request.name;
-        let Some(topic) = self.cache.topic(&name) else {
+        if self.cache.topic(&name).is_none() {
             return Err(TopicError::UnknownTopic(name));
-        };
-        let log_config = self.log_config_for(&request.configs)?;
+        }
+        self.log_config_for(&request.configs)?;
         if request.validate_only {
             return Ok(());
         }
@@ -1109,11 +1124,31 @@ impl Shared {
             }
             Err(e) => return Err(e.into()),
         }
+        self.apply_topic_configs(&name).await?;
+        let notification = self
+            .store
+            .create_sequential(
+                ConfigChangeNotification::PREFIX,
+                ConfigChangeNotification::encode_topic(&name),
+            )
+            .await?;
+        self.note_config_change(&notification);
+        Ok(())
+    }
+
+    /// Reads a topic's configs from the store and applies them: the
+    /// partition actors led here and the metadata cache.
+    async fn apply_topic_configs(&self, name: &str) -> Result<(), TopicError> {
+        let Some(topic) = self.cache.topic(name) else {
+            return Ok(());
+        };
+        let configs = self.topic_configs(name).await?;
+        let log_config = self.log_config_for(&configs)?;
         for &index in topic.partitions.keys() {
             if let Some(handle) = self
                 .partitions
                 .registry
-                .get(&TopicPartition::new(name.clone(), index))
+                .get(&TopicPartition::new(name, index))
             {
                 handle
                     .addr
@@ -1125,14 +1160,68 @@ impl Shared {
             }
         }
         self.cache.update(|m| {
-            if let Some(t) = m.topics.get_mut(&name) {
-                t.configs = request.configs;
+            if let Some(t) = m.topics.get_mut(name) {
+                t.configs = configs;
                 t.log_config = log_config;
             }
         });
         self.partitions
             .events
-            .publish(BrokerEvent::TopicConfigChanged { topic: name });
+            .publish(BrokerEvent::TopicConfigChanged {
+                topic: name.to_owned(),
+            });
+        Ok(())
+    }
+
+    /// Remembers the newest notification handled, so older ones are not
+    /// applied again.
+    fn note_config_change(&self, path: &str) {
+        if let Some(seq) = ConfigChangeNotification::sequence(path) {
+            self.config_changes_seen
+                .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// `/config/changes` changed: apply the notifications newer than the
+    /// last one handled (Kafka's `ZkNodeChangeNotificationListener`).
+    async fn config_changed(&self, change: ConfigChanged) -> Result<(), TopicError> {
+        let seen = self
+            .config_changes_seen
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let mut fresh: Vec<(i64, String)> = change
+            .names
+            .iter()
+            .filter_map(|name| {
+                let seq = ConfigChangeNotification::sequence(name)?;
+                (seq > seen).then(|| (seq, name.clone()))
+            })
+            .collect();
+        fresh.sort();
+        for (seq, name) in fresh {
+            let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                match ConfigChangeNotification::decode_topic(&path, &bytes) {
+                    Ok(Some(topic)) => self.apply_topic_configs(&topic).await?,
+                    Ok(None) => {}
+                    Err(e) => log::warn!("{e}"),
+                }
+            }
+            self.config_changes_seen
+                .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        }
+        // The controller keeps the newest notifications only (Kafka purges
+        // by age); brokers read configs fresh at start, so none is lost.
+        if self.is_active() && change.names.len() > KEPT_CONFIG_CHANGES {
+            let mut names = change.names.clone();
+            names.sort_by_key(|n| ConfigChangeNotification::sequence(n).unwrap_or(-1));
+            for name in &names[..names.len() - KEPT_CONFIG_CHANGES] {
+                let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
+                match self.store.delete(&path, None).await {
+                    Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                    Err(e) => log::warn!("cannot purge {path}: {e}"),
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -1198,6 +1287,9 @@ impl Actor for Controller {
         ctx.set_mailbox_capacity(1024);
         self.follow_sessions(ctx);
         self.follow_controller(ctx);
+        self.follow_children(ctx, ConfigEntityChangeNotificationZNode::PATH, |names| {
+            ConfigChanged { names }
+        });
         if self.shared.is_active() {
             self.follow_active(ctx);
         }
@@ -1530,7 +1622,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::controller_channel::{ControlRequest, ControllerChannel, Deliver};
-use crate::metadata::znodes::BrokerIdsZNode;
+use crate::metadata::znodes::{
+    BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
+};
 
 /// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
 /// partition being deleted.
@@ -2194,6 +2288,13 @@ fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
         ))
     })
 }
+
+controller_request!(
+    /// The children of `/config/changes`, read after a change.
+    ConfigChanged {
+        names: Vec<String>,
+    } -> (), config_changed
+);
 
 controller_request!(
     /// The children of `/brokers/ids`, read after a change.

@@ -170,6 +170,45 @@ fn create_replicated_topic(bootstrap: &str, topic: &str, partitions: i32, replic
     }
 }
 
+fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
+    use kafka_protocol::protocol::StrBytes;
+    let response: AlterConfigsResponse = common::raw_request(
+        bootstrap,
+        ApiKey::AlterConfigs,
+        1,
+        &AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_value(Some(StrBytes::from_string(value.to_string())))])]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(response.responses[0].error_code, 0);
+}
+
+fn described_retention(bootstrap: &str, topic: &str) -> Option<String> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let response: DescribeConfigsResponse = common::raw_request(
+        bootstrap,
+        ApiKey::DescribeConfigs,
+        1,
+        &DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")]))]),
+        Duration::from_secs(30),
+    );
+    response.results[0]
+        .configs
+        .first()
+        .and_then(|c| c.value.as_ref().map(|v| v.to_string()))
+}
+
 fn produce(bootstrap: &str, topic: &str, range: std::ops::Range<usize>) {
     let producer: BaseProducer = client_config(bootstrap)
         .set("acks", "all")
@@ -273,6 +312,20 @@ fn three_brokers_share_a_topic() {
     }
     produce(&cluster.bootstrap(2), "spread", 0..120);
     assert_eq!(consume(&cluster.bootstrap(1), "spread", 120).len(), 120);
+
+    // A config altered through one broker reaches every broker
+    // (/config/changes notifications, as Kafka does).
+    alter_retention(&cluster.bootstrap(via), "spread", "1234000");
+    for id in 0..3 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while described_retention(&cluster.bootstrap(id), "spread").as_deref() != Some("1234000") {
+            assert!(
+                Instant::now() < deadline,
+                "broker {id} never saw the new retention.ms"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     // Each broker holds exactly the logs of the partitions it leads.
     for (&partition, &leader) in &leaders {
         for id in 0..3 {

@@ -64,6 +64,32 @@ both_backends! {
     watches_fire_once_for_every_kind_of_change => check_watches;
     multi_is_all_or_nothing => check_multi;
     creation_zxid_and_ephemeral_owner => check_stat;
+    sequential_znodes_count_up => check_sequential;
+}
+
+async fn check_sequential(store: Arc<impl MetadataStore>) {
+    store
+        .create_recursive("/config/changes", vec![], P)
+        .await
+        .expect("parent");
+    let first = store
+        .create_sequential("/config/changes/config_change_", b"1".to_vec())
+        .await
+        .expect("first");
+    let second = store
+        .create_sequential("/config/changes/config_change_", b"2".to_vec())
+        .await
+        .expect("second");
+    assert_eq!(first, "/config/changes/config_change_0000000000");
+    assert_eq!(second, "/config/changes/config_change_0000000001");
+    assert_eq!(
+        store.get(&second).await.expect("get").expect("created").0,
+        b"2".to_vec()
+    );
+    assert!(matches!(
+        store.create_sequential("/missing/c_", vec![]).await,
+        Err(MetadataError::NoNode(_))
+    ));
 }
 
 async fn check_versions(store: Arc<impl MetadataStore>) {

@@ -574,6 +574,35 @@ impl MetadataStore for EmbeddedStore {
         Box::pin(std::future::ready(self.watch_now(path)))
     }
 
+    fn create_sequential(&self, prefix: &str, data: Vec<u8>) -> StoreFuture<'_, String> {
+        let prefix = prefix.to_owned();
+        Box::pin(async move {
+            validate_path(&prefix)?;
+            let parent = parent_path(&prefix)
+                .ok_or_else(|| MetadataError::InvalidPath(prefix.clone()))?
+                .to_owned();
+            // ZooKeeper numbers by the parent's child-creation count; the
+            // children's highest number + 1 is the same while nothing else
+            // creates under the parent, and never repeats a live name.
+            let next = {
+                let tree = self.inner.lock()?;
+                let node = tree
+                    .nodes
+                    .get(&parent)
+                    .ok_or_else(|| MetadataError::NoNode(parent.clone()))?;
+                node.children
+                    .iter()
+                    .filter_map(|c| c.get(c.len().saturating_sub(10)..))
+                    .filter_map(|digits| digits.parse::<i64>().ok())
+                    .max()
+                    .map_or(0, |n| n + 1)
+            };
+            let path = format!("{prefix}{next:010}");
+            self.create(&path, data, CreateMode::Persistent).await?;
+            Ok(path)
+        })
+    }
+
     fn sessions(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.sessions.subscribe()
     }

@@ -210,6 +210,12 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug + 'static {
     /// Set: the new version; Delete and Check: the version checked).
     fn multi(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, Vec<Stat>>;
 
+    /// Creates a persistent sequential znode: `prefix` plus ZooKeeper's
+    /// 10-digit, zero-padded counter of the parent (Kafka's notification
+    /// znodes, `/config/changes/config_change_0000000007`). Returns the
+    /// path created. The parent must exist.
+    fn create_sequential(&self, prefix: &str, data: Vec<u8>) -> StoreFuture<'_, String>;
+
     /// The current session's number, which changes each time the session
     /// is replaced after it expired. A new session owns none of the old
     /// one's ephemeral znodes and none of its watches (pending watch

@@ -503,6 +503,39 @@ impl ConfigEntityChangeNotificationZNode {
     pub const PATH: &'static str = "/config/changes";
 }
 
+/// `/config/changes/config_change_<seq>`: "entity X's config changed",
+/// `{"version":2,"entity_path":"topics/<topic>"}`, as Kafka 2.x+ writes it.
+#[derive(Debug)]
+pub struct ConfigChangeNotification;
+
+impl ConfigChangeNotification {
+    pub const PREFIX: &'static str = "/config/changes/config_change_";
+
+    pub fn encode_topic(topic: &str) -> Vec<u8> {
+        to_json(&ConfigChangeJson {
+            version: 2,
+            entity_path: format!("topics/{topic}"),
+        })
+    }
+
+    /// The topic a notification names; `None` for other entity types.
+    pub fn decode_topic(path: &str, bytes: &[u8]) -> Result<Option<String>, MetadataError> {
+        let json: ConfigChangeJson = parse(path, bytes)?;
+        Ok(json.entity_path.strip_prefix("topics/").map(str::to_owned))
+    }
+
+    /// The sequence number of a notification's name or path.
+    pub fn sequence(name: &str) -> Option<i64> {
+        name.rsplit("config_change_").next()?.parse().ok()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ConfigChangeJson {
+    version: i32,
+    entity_path: String,
+}
+
 /// `/config/<type>/<name>`: an entity's config overrides, e.g.
 /// `/config/topics/<topic>` or `/config/brokers/<id>`.
 #[derive(Debug)]

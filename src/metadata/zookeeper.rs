@@ -464,6 +464,30 @@ impl MetadataStore for ZooKeeperStore {
         })
     }
 
+    fn create_sequential(&self, prefix: &str, data: Vec<u8>) -> StoreFuture<'_, String> {
+        let prefix = prefix.to_owned();
+        Box::pin(async move {
+            let full = self.full(&prefix)?;
+            check_size(&prefix, &data)?;
+            // Not retried: a retry after a lost answer would make a second
+            // notification, which its readers tolerate less than an error.
+            let created = self
+                .client
+                .create(
+                    &full,
+                    data,
+                    Acl::open_unsafe().clone(),
+                    ZkCreateMode::PersistentSequential,
+                )
+                .await
+                .map_err(|e| zk_error(&prefix, e))?;
+            Ok(created
+                .strip_prefix(self.connect.chroot.as_str())
+                .unwrap_or(&created)
+                .to_owned())
+        })
+    }
+
     fn get(&self, path: &str) -> StoreFuture<'_, Option<(Vec<u8>, Stat)>> {
         let path = path.to_owned();
         Box::pin(async move {
