@@ -2368,3 +2368,158 @@ impl Handler<TryElect> for Controller {
         ))
     }
 }
+
+/// Which leader an ElectLeaders request asks for (KIP-460).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionType {
+    /// The first replica, when it is live and in sync.
+    Preferred,
+    /// Any live replica, in sync or not (records may be lost).
+    Unclean,
+}
+
+controller_request!(
+    /// Elect leaders for `partitions` (all when `None`): each answer is
+    /// the partition and its error code (0: elected).
+    ElectLeaders {
+        election: ElectionType,
+        partitions: Option<Vec<TopicPartition>>,
+    } -> Vec<(TopicPartition, i16)>, elect_leaders
+);
+
+impl Shared {
+    /// Kafka's ElectLeaders: preferred (the first replica, if live and in
+    /// the ISR) or unclean (any live replica, with a loud log line: the
+    /// records only the old leader had are gone). Only the controller
+    /// elects; each elected partition gets a new leader epoch and the
+    /// brokers are told.
+    async fn elect_leaders(
+        &self,
+        request: ElectLeaders,
+    ) -> Result<Vec<(TopicPartition, i16)>, TopicError> {
+        use kafka_protocol::error::ResponseError as E;
+        if !self.is_active() {
+            return Err(TopicError::NotController);
+        }
+        let wanted: Vec<TopicPartition> = match request.partitions {
+            Some(partitions) => partitions,
+            None => self.cache.read(|m| {
+                m.topics
+                    .values()
+                    .flat_map(|t| {
+                        t.partitions
+                            .keys()
+                            .map(|&p| TopicPartition::new(t.name.clone(), p))
+                    })
+                    .collect()
+            }),
+        };
+        let live = self.live_brokers();
+        let mut answers = Vec::with_capacity(wanted.len());
+        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        for tp in wanted {
+            let Some(mut topic) = changed
+                .get(&tp.topic)
+                .cloned()
+                .or_else(|| self.cache.topic(&tp.topic))
+            else {
+                answers.push((tp, E::UnknownTopicOrPartition.code()));
+                continue;
+            };
+            let Some(partition) = topic.partitions.get(&tp.partition).cloned() else {
+                answers.push((tp, E::UnknownTopicOrPartition.code()));
+                continue;
+            };
+            let candidate = match request.election {
+                ElectionType::Preferred => {
+                    let preferred = partition.replicas.first().copied();
+                    match preferred {
+                        Some(p) if p == partition.leader => Err(E::ElectionNotNeeded),
+                        Some(p) if live.contains(&p) && partition.isr.contains(&p) => Ok(p),
+                        _ => Err(E::PreferredLeaderNotAvailable),
+                    }
+                }
+                ElectionType::Unclean => {
+                    if live.contains(&partition.leader) {
+                        Err(E::ElectionNotNeeded)
+                    } else {
+                        partition
+                            .replicas
+                            .iter()
+                            .copied()
+                            .find(|r| live.contains(r))
+                            .ok_or(E::EligibleLeadersNotAvailable)
+                    }
+                }
+            };
+            let leader = match candidate {
+                Ok(leader) => leader,
+                Err(e) => {
+                    answers.push((tp, e.code()));
+                    continue;
+                }
+            };
+            if request.election == ElectionType::Unclean {
+                log::warn!(
+                    "unclean election: partition {tp} gets leader {leader}, which may lack records \
+                     its old leader {} had acknowledged",
+                    partition.leader
+                );
+            }
+            let state = LeaderAndIsr {
+                leader,
+                leader_epoch: partition.leader_epoch + 1,
+                isr: if partition.isr.contains(&leader) {
+                    partition.isr.clone()
+                } else {
+                    vec![leader]
+                },
+                controller_epoch: self.controller_epoch(),
+            };
+            self.store
+                .set(
+                    &TopicPartitionStateZNode::path(&tp),
+                    TopicPartitionStateZNode::encode(&state),
+                    None,
+                )
+                .await?;
+            log::info!(
+                "partition {tp}: leader {leader} (leader epoch {}), elected on request",
+                state.leader_epoch
+            );
+            topic.partitions.insert(
+                tp.partition,
+                partition_metadata(&state, &partition.replicas),
+            );
+            changed.insert(tp.topic.clone(), topic);
+            answers.push((tp, 0));
+        }
+        let changed: Vec<TopicMetadata> = changed.into_values().collect();
+        for topic in &changed {
+            // This broker's own partitions first: lead or stop leading.
+            let led: Vec<(TopicPartition, i32)> = topic
+                .partitions
+                .iter()
+                .filter(|(_, p)| p.leader == self.broker_id)
+                .map(|(&i, p)| (TopicPartition::new(topic.name.clone(), i), p.leader_epoch))
+                .filter(|(tp, _)| self.partitions.registry.get(tp).is_none())
+                .collect();
+            self.take_leadership(led, &topic.log_config).await?;
+            for (&index, p) in &topic.partitions {
+                let tp = TopicPartition::new(topic.name.clone(), index);
+                if p.leader != self.broker_id {
+                    if let Some(handle) = self.partitions.registry.remove(&tp) {
+                        handle.addr.do_send(StopPartition);
+                        self.partitions
+                            .events
+                            .publish(BrokerEvent::LeadershipLost { tp });
+                    }
+                }
+            }
+            self.cache
+                .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+        }
+        self.propagate(&changed);
+        Ok(answers)
+    }
+}

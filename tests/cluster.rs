@@ -537,3 +537,96 @@ fn measure_failover_and_creation() {
     );
     assert!(elected.is_some() && offline.is_some());
 }
+
+fn elect(
+    bootstrap: &str,
+    election_type: i8,
+    topic: &str,
+    partitions: &[i32],
+) -> (i16, BTreeMap<i32, i16>) {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ElectLeadersResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let response: ElectLeadersResponse = common::raw_request(
+        bootstrap,
+        ApiKey::ElectLeaders,
+        2,
+        &ElectLeadersRequest::default()
+            .with_election_type(election_type)
+            .with_timeout_ms(30_000)
+            .with_topic_partitions(Some(vec![TopicPartitions::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(partitions.to_vec())])),
+        Duration::from_secs(30),
+    );
+    let results = response
+        .replica_election_results
+        .iter()
+        .flat_map(|t| {
+            t.partition_result
+                .iter()
+                .map(|p| (p.partition_id, p.error_code))
+        })
+        .collect();
+    (response.error_code, results)
+}
+
+/// ElectLeaders (KIP-460) at the controller: preferred election where the
+/// preferred replica leads already is ELECTION_NOT_NEEDED; a standby says
+/// NOT_CONTROLLER; after the leader of a 2-replica partition dies, unclean
+/// election gives the partition its other (live, out-of-sync) replica and
+/// it serves again.
+#[test]
+fn elect_leaders_preferred_and_unclean() {
+    let mut cluster = Cluster::start(3);
+    cluster.wait_for(&[0, 1, 2], "", "3 brokers", |_, brokers, controller| {
+        brokers == 3 && controller >= 0
+    });
+    let (_, _, controller) = cluster.view(0, "");
+    let standby = (controller + 1) % 3;
+    create_replicated_topic(&cluster.bootstrap(controller), "electable", 3, 2);
+    cluster.wait_for(
+        &[0, 1, 2],
+        "electable",
+        "3 led partitions",
+        |leaders, _, _| leaders.len() == 3 && leaders.values().all(|&l| l >= 0),
+    );
+    let (top, results) = elect(&cluster.bootstrap(controller), 0, "electable", &[0, 1, 2]);
+    assert_eq!(top, 0);
+    assert_eq!(
+        results,
+        BTreeMap::from([(0, 84), (1, 84), (2, 84)]),
+        "ELECTION_NOT_NEEDED"
+    );
+    let (top, _) = elect(&cluster.bootstrap(standby), 0, "electable", &[0]);
+    assert_eq!(top, 41, "NOT_CONTROLLER");
+
+    // Kill a broker other than the controller that leads a partition.
+    let (leaders, _, _) = cluster.view(controller, "electable");
+    let (&partition, &victim) = leaders
+        .iter()
+        .find(|(_, &leader)| leader != controller)
+        .expect("a partition led by a non-controller");
+    let replicas = cluster.replicas(controller, "electable")[&partition].clone();
+    cluster.brokers.remove(&victim).expect("victim").kill();
+    cluster.wait_for(
+        &[controller],
+        "electable",
+        "the partition offline",
+        |leaders, _, _| leaders.get(&partition) == Some(&-1),
+    );
+    let (top, results) = elect(&cluster.bootstrap(controller), 1, "electable", &[partition]);
+    assert_eq!((top, results.get(&partition).copied()), (0, Some(0)));
+    let survivor = replicas
+        .iter()
+        .copied()
+        .find(|&r| r != victim)
+        .expect("another replica");
+    cluster.wait_for(
+        &[controller],
+        "electable",
+        "the other replica leading",
+        |leaders, _, _| leaders.get(&partition) == Some(&survivor),
+    );
+    produce(&cluster.bootstrap(controller), "electable", 0..30);
+}

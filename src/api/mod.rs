@@ -17,6 +17,7 @@ pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_groups;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -207,6 +208,7 @@ pub async fn handle(
         Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
         Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
         Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
+        Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, *r, version).await),
         Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),
         Request::StopReplica(r) => reply!(control::stop_replica(ctx, *r).await),
         Request::UpdateMetadata(r) => reply!(control::update_metadata(ctx, *r).await),

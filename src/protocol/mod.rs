@@ -98,6 +98,7 @@ implemented_apis! {
     DescribeConfigs(DescribeConfigsRequest) = DescribeConfigs, 0..=4;
     AlterConfigs(AlterConfigsRequest) = AlterConfigs, 0..=2;
     CreatePartitions(CreatePartitionsRequest) = CreatePartitions, 0..=3;
+    ElectLeaders(ElectLeadersRequest) = ElectLeaders, 0..=2;
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest) = IncrementalAlterConfigs, 0..=1;
     OffsetDelete(OffsetDeleteRequest) = OffsetDelete, 0..=0;
     DescribeCluster(DescribeClusterRequest) = DescribeCluster, 0..=1;
