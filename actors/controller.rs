@@ -154,6 +154,8 @@ pub struct Controller {
     registration: Registration,
     /// Whether the active controller's watches run already.
     watching_active: bool,
+    /// Topics whose znode this controller watches.
+    topic_watches: std::collections::HashSet<String>,
     /// Losing the registration for good (another live broker took the
     /// id after a session expiry) ends the broker.
     fatal: BrokerFatal,
@@ -270,6 +272,10 @@ impl Registration {
         Ok(None)
     }
 }
+
+/// How often the active controller looks for topics without a watch on
+/// their znode.
+const TOPIC_WATCH_SCAN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `/config/changes` notifications the controller keeps.
 const KEPT_CONFIG_CHANGES: usize = 100;
@@ -407,6 +413,7 @@ impl Controller {
             link: link.clone(),
             registration,
             watching_active: false,
+            topic_watches: Default::default(),
             fatal: fatal.clone(),
         };
         Ok(supervise(
@@ -513,6 +520,60 @@ impl Shared {
                 partitions,
             });
         }
+        Ok(())
+    }
+
+    /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications):
+    /// partitions that another broker added there get states, leaders and
+    /// the brokers' attention.
+    async fn assignment_changed(&self, change: AssignmentChanged) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        let name = change.topic;
+        let Some(topic) = self.cache.topic(&name) else {
+            return Ok(());
+        };
+        let Some((bytes, _)) = self.store.get(&TopicZNode::path(&name)).await? else {
+            return Ok(());
+        };
+        let assignment = TopicZNode::decode(&name, &bytes)?.partitions;
+        if assignment.keys().all(|p| topic.partitions.contains_key(p)) {
+            return Ok(());
+        }
+        if self
+            .store
+            .get(&TopicPartitionsZNode::path(&name))
+            .await?
+            .is_none()
+        {
+            self.store
+                .create(
+                    &TopicPartitionsZNode::path(&name),
+                    Vec::new(),
+                    CreateMode::Persistent,
+                )
+                .await
+                .or_else(|e| match e {
+                    MetadataError::NodeExists(_) => Ok(()),
+                    other => Err(other),
+                })?;
+        }
+        let updated = self
+            .become_leader(
+                &name,
+                topic.topic_id,
+                &assignment,
+                topic.configs.clone(),
+                topic.log_config.clone(),
+            )
+            .await?;
+        log::info!(
+            "topic {name} now has {} partitions",
+            updated.partitions.len()
+        );
+        self.propagate(std::slice::from_ref(&updated));
+        self.cache.update(|m| m.topics.insert(name, updated));
         Ok(())
     }
 
@@ -1003,9 +1064,6 @@ impl Shared {
     }
 
     async fn create_partitions(&self, request: CreatePartitions) -> Result<(), TopicError> {
-        if !self.is_active() {
-            return Err(TopicError::NotController);
-        }
         let name = request.name;
         let Some(topic) = self.cache.topic(&name) else {
             return Err(TopicError::UnknownTopic(name));
@@ -1059,6 +1117,23 @@ impl Shared {
             .map(|(&p, m)| (p, m.replicas.clone()))
             .collect();
         assignment.extend(added);
+        if !self.is_active() {
+            // Kafka's AdminZkClient.addPartitions from any broker: the new
+            // assignment alone; the controller's watch on the topic znode
+            // elects the new partitions' leaders.
+            self.store
+                .set(
+                    &TopicZNode::path(&name),
+                    TopicZNode::encode(&assignment, topic.topic_id),
+                    None,
+                )
+                .await?;
+            log::info!(
+                "wrote {} partitions for topic {name} for the controller",
+                assignment.len()
+            );
+            return Ok(());
+        }
         let mut ops = vec![StoreOp::Set {
             path: TopicZNode::path(&name),
             data: TopicZNode::encode(&assignment, topic.topic_id),
@@ -1320,6 +1395,65 @@ impl Controller {
             |names| DeletionsRequested { names },
         );
         self.follow_children(ctx, BrokerIdsZNode::PATH, |ids| BrokersChanged { ids });
+        self.follow_assignments(ctx);
+    }
+
+    /// One data watch per topic znode (Kafka's PartitionModifications
+    /// handler), for partitions added through other brokers. Checked every
+    /// few seconds against the topic list, so new topics get one and
+    /// deleted topics' loops end by themselves.
+    fn follow_assignments(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(TOPIC_WATCH_SCAN, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let names: Vec<String> = actor
+                .shared
+                .cache
+                .read(|m| m.topics.keys().cloned().collect());
+            for name in names {
+                if actor.topic_watches.insert(name.clone()) {
+                    actor.follow_topic(ctx, name);
+                }
+            }
+        });
+    }
+
+    fn follow_topic(&mut self, ctx: &mut Context<Self>, topic: String) {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        let path = TopicZNode::path(&topic);
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = store.watch(&path).await.ok();
+                    match store.get(&path).await {
+                        Ok(Some(_)) => {
+                            let change = AssignmentChanged {
+                                topic: topic.clone(),
+                            };
+                            if me.send(change).await.is_err() {
+                                return topic;
+                            }
+                        }
+                        // Deleted: the loop ends; a re-created topic gets a
+                        // new one at the next scan.
+                        Ok(None) => return topic,
+                        Err(e) => log::warn!("cannot read {path}: {e}"),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self)
+            .map(|topic, actor, _ctx| {
+                actor.topic_watches.remove(&topic);
+            }),
+        );
     }
 
     /// Every broker watches `/controller`: when the claim goes (the
@@ -1464,6 +1598,7 @@ impl actix::Supervised for Controller {
         }
         // The watches died with the old context; `started` sets them again.
         self.watching_active = false;
+        self.topic_watches.clear();
         // Everything the controller knows lives in the metadata store; take
         // it from there again and start any partition actor that is missing.
         log::warn!("the controller restarts and reloads the topics from the metadata store");
@@ -2288,6 +2423,13 @@ fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
         ))
     })
 }
+
+controller_request!(
+    /// `/brokers/topics/<topic>` changed.
+    AssignmentChanged {
+        topic: String,
+    } -> (), assignment_changed
+);
 
 controller_request!(
     /// The children of `/config/changes`, read after a change.

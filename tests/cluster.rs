@@ -313,6 +313,18 @@ fn three_brokers_share_a_topic() {
     produce(&cluster.bootstrap(2), "spread", 0..120);
     assert_eq!(consume(&cluster.bootstrap(1), "spread", 120).len(), 120);
 
+    // Partitions added through a broker that is not the controller (the
+    // controller's watch on the topic znode takes them up).
+    let added = block_on(admin(&cluster.bootstrap(via)).create_partitions(
+        &[rdkafka::admin::NewPartitions::new("spread", 9)],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .expect("CreatePartitions answered");
+    assert!(added[0].is_ok(), "{added:?}");
+    cluster.wait_for(&[0, 1, 2], "spread", "9 led partitions", |leaders, _, _| {
+        leaders.len() == 9 && leaders.values().all(|&l| l >= 0)
+    });
+
     // A config altered through one broker reaches every broker
     // (/config/changes notifications, as Kafka does).
     alter_retention(&cluster.bootstrap(via), "spread", "1234000");
