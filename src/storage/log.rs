@@ -79,6 +79,20 @@ pub struct PartitionLog {
     recovery_point: i64,
     unflushed_messages: u64,
     last_flush_ms: i64,
+    /// Directory entries not yet fsynced: a segment file created since the
+    /// last flush (`Partition`), or the partition directory itself in its
+    /// log dir (`LogDir`, a new log). Kafka's `LocalLog.flush` syncs the
+    /// directory too, so a flushed record cannot vanish with its file.
+    unsynced_dirs: UnsyncedDirs,
+    /// Directory fsyncs done (tests check the durability promise with it).
+    dir_syncs: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnsyncedDirs {
+    None,
+    Partition,
+    PartitionAndLogDir,
 }
 
 impl PartitionLog {
@@ -101,6 +115,8 @@ impl PartitionLog {
             recovery_point: 0,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
+            unsynced_dirs: UnsyncedDirs::PartitionAndLogDir,
+            dir_syncs: 0,
         })
     }
 
@@ -164,6 +180,9 @@ impl PartitionLog {
             recovery_point: 0,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
+            // Loading may have created a segment (an empty log).
+            unsynced_dirs: UnsyncedDirs::Partition,
+            dir_syncs: 0,
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
@@ -264,9 +283,13 @@ impl PartitionLog {
             return Ok(());
         }
         self.active_mut().flush()?;
+        // The closed segment's own directory entry must be durable before
+        // the recovery point moves past it.
+        self.sync_dirs()?;
         self.recovery_point = self.recovery_point.max(base);
         let segment = Segment::create(&self.dir, base, &self.config, now_ms)?;
         self.segments.push(segment);
+        self.unsynced_dirs = UnsyncedDirs::Partition;
         log::debug!("{}: rolled a new segment at offset {base}", self.tp);
         Ok(())
     }
@@ -472,10 +495,34 @@ impl PartitionLog {
         for segment in self.segments.iter_mut().filter(|s| s.is_dirty()) {
             segment.flush()?;
         }
+        self.sync_dirs()?;
         self.recovery_point = self.log_end_offset();
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms;
         Ok(())
+    }
+
+    /// fsyncs the directories holding entries created since the last
+    /// flush: the partition directory, and for a new log its log dir.
+    fn sync_dirs(&mut self) -> Result<(), LogError> {
+        if self.unsynced_dirs == UnsyncedDirs::None {
+            return Ok(());
+        }
+        sync_dir(&self.dir)?;
+        self.dir_syncs += 1;
+        if self.unsynced_dirs == UnsyncedDirs::PartitionAndLogDir {
+            if let Some(log_dir) = self.dir.parent() {
+                sync_dir(log_dir)?;
+                self.dir_syncs += 1;
+            }
+        }
+        self.unsynced_dirs = UnsyncedDirs::None;
+        Ok(())
+    }
+
+    /// How many directory fsyncs this log has done.
+    pub fn directory_syncs(&self) -> u64 {
+        self.dir_syncs
     }
 
     /// Flush when `flush.ms` has passed since the last flush.
@@ -623,6 +670,12 @@ fn delete_segment_files(
     Ok(())
 }
 
+fn sync_dir(path: &Path) -> Result<(), LogError> {
+    fs::File::open(path)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(path, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,6 +802,37 @@ mod tests {
         assert_eq!((info.first_offset, info.last_offset), (3, 5));
         let (offset, _) = log.offset_for_timestamp(600).unwrap().unwrap();
         assert_eq!(offset, 3);
+    }
+
+    /// Directory entries are durable before records relying on them are
+    /// counted flushed (Kafka's `LocalLog.flush`): a new log's first flush
+    /// fsyncs its partition directory and its log dir; a flush with no new
+    /// file syncs no directory; a roll syncs the directory of the segment it
+    /// closes, and the next flush the one it opened.
+    #[test]
+    fn flushes_sync_the_directories_of_new_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 300,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config, 0).unwrap();
+        append(&mut log, &batch_v2(2, 10, Compression::None), 0);
+        assert_eq!(log.directory_syncs(), 0, "nothing flushed yet");
+        log.flush(1).unwrap();
+        assert_eq!(log.directory_syncs(), 2, "partition dir and log dir");
+        append(&mut log, &batch_v2(2, 10, Compression::None), 2);
+        log.flush(3).unwrap();
+        assert_eq!(log.directory_syncs(), 2, "no new file, no directory sync");
+        // Fill the segment until it rolls: the roll itself needs no sync
+        // (the active segment's entry is durable), the next flush does.
+        let segments = log.segments.len();
+        while log.segments.len() == segments {
+            append(&mut log, &batch_v2(4, 50, Compression::None), 4);
+        }
+        assert_eq!(log.directory_syncs(), 2);
+        log.flush(5).unwrap();
+        assert_eq!(log.directory_syncs(), 3, "the new segment's entry");
     }
 
     /// LogAppendTime topics stamp the broker's clock into each batch.
