@@ -535,3 +535,30 @@ fn an_eio_takes_one_partition_offline_until_its_log_reopens() {
         .unwrap();
     assert_eq!((low, high), (0, 4), "only the acknowledged append is there");
 }
+
+/// An offline partition keeps its checkpoint lines: a clean shutdown while
+/// `eio-0` is offline (EIO on its append) still writes its recovery point
+/// and log start offset, so the next start does not forget them.
+#[test]
+fn an_offline_partition_keeps_its_checkpoint_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_env(
+        dir.path(),
+        &["log.retention.check.interval.ms=600000"],
+        &[("FAILPOINTS", "shard.append=1*return")],
+    );
+    let created = create_topics(&broker.bootstrap, &["eio", "fine"], 1);
+    assert!(created.iter().all(|r| r.is_ok()), "{created:?}");
+    assert_eq!(raw_produce(&broker.bootstrap, "eio", 0, 4), STORAGE_ERROR);
+    broker.wait_for_line("partition eio-0 is now offline", Duration::from_secs(5));
+    assert_eq!(raw_produce(&broker.bootstrap, "fine", 0, 4), 0);
+    let log_dir = broker.terminate();
+    for file in ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint"] {
+        let text = std::fs::read_to_string(log_dir.join(file)).unwrap();
+        assert!(
+            text.lines().any(|l| l.starts_with("eio 0 ")),
+            "{file} forgot the offline partition:\n{text}"
+        );
+        assert!(text.lines().any(|l| l.starts_with("fine 0 ")), "{file}:\n{text}");
+    }
+}

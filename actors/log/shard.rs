@@ -213,6 +213,36 @@ fn offsets_of(log: &PartitionLog) -> LogOffsets {
     }
 }
 
+/// An offline partition's checkpoint line: what was last known of it, so a
+/// checkpoint written while it is offline does not forget it (the next
+/// start would recover it from offset 0 and lose its log start offset).
+fn offline_checkpoint(
+    tp: &TopicPartition,
+    log_dir: &std::path::Path,
+    options: &LoadOptions,
+) -> CheckpointEntry {
+    CheckpointEntry {
+        tp: tp.clone(),
+        log_dir: log_dir.to_path_buf(),
+        recovery_point: options.recovery_point,
+        log_start_offset: options.log_start_offset,
+    }
+}
+
+impl LogShard {
+    fn offline_checkpoints(&self) -> Vec<CheckpointEntry> {
+        self.logs
+            .iter()
+            .filter_map(|(tp, state)| match state {
+                PartitionState::Offline { dir, options, .. } => dir
+                    .parent()
+                    .map(|log_dir| offline_checkpoint(tp, log_dir, options)),
+                PartitionState::Online(_) => None,
+            })
+            .collect()
+    }
+}
+
 fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
     CheckpointEntry {
         tp: log.tp().clone(),
@@ -480,11 +510,13 @@ impl Handler<CollectCheckpoints> for LogShard {
 
     fn handle(&mut self, _msg: CollectCheckpoints, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("checkpoints", |shard| {
-            Ok(shard
+            let mut entries: Vec<CheckpointEntry> = shard
                 .for_each_log(|log, _| Ok(checkpoint_of(log)))
                 .into_iter()
                 .map(|(_, entry)| entry)
-                .collect())
+                .collect();
+            entries.extend(shard.offline_checkpoints());
+            Ok(entries)
         })
     }
 }
@@ -524,9 +556,13 @@ impl Handler<CloseAll> for LogShard {
                             }
                         }
                     }
-                    PartitionState::Offline { dir, .. } => {
+                    PartitionState::Offline { dir, options, .. } => {
                         if let Some(parent) = dir.parent() {
                             closed.failed_dirs.push(parent.to_path_buf());
+                            // What was last known stays in the checkpoint.
+                            closed
+                                .entries
+                                .push(offline_checkpoint(&tp, parent, &options));
                         }
                     }
                 }
