@@ -2217,6 +2217,15 @@ impl Shared {
         if broker_epoch != -1 && broker_epoch < role.broker_epoch {
             return Err(E::StaleBrokerEpoch.code());
         }
+        if role.active {
+            // While this broker holds `/controller` (its session alive) no
+            // other controller can exist: the request is forged or stale.
+            // Losing the claim goes through the session (`follow_sessions`).
+            log::warn!(
+                "ignoring a control request from broker {controller_id}: this broker is the controller"
+            );
+            return Err(E::StaleControllerEpoch.code());
+        }
         self.set_role(|r| r.controller_epoch = controller_epoch);
         self.cache.update(|m| m.controller_id = controller_id);
         Ok(())

@@ -553,12 +553,18 @@ fn an_offline_partition_keeps_its_checkpoint_entries() {
     broker.wait_for_line("partition eio-0 is now offline", Duration::from_secs(5));
     assert_eq!(raw_produce(&broker.bootstrap, "fine", 0, 4), 0);
     let log_dir = broker.terminate();
-    for file in ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint"] {
+    for file in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+    ] {
         let text = std::fs::read_to_string(log_dir.join(file)).unwrap();
         assert!(
             text.lines().any(|l| l.starts_with("eio 0 ")),
             "{file} forgot the offline partition:\n{text}"
         );
-        assert!(text.lines().any(|l| l.starts_with("fine 0 ")), "{file}:\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("fine 0 ")),
+            "{file}:\n{text}"
+        );
     }
 }
