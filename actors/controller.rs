@@ -523,6 +523,32 @@ impl Shared {
         Ok(())
     }
 
+    /// Gives a topic's new partitions (in `assignment`, written to the
+    /// store) their leaders and tells the brokers.
+    async fn take_up_partitions(
+        &self,
+        name: String,
+        topic: &TopicMetadata,
+        assignment: &BTreeMap<i32, Vec<i32>>,
+    ) -> Result<(), TopicError> {
+        let updated = self
+            .become_leader(
+                &name,
+                topic.topic_id,
+                assignment,
+                topic.configs.clone(),
+                topic.log_config.clone(),
+            )
+            .await?;
+        log::info!(
+            "topic {name} now has {} partitions",
+            updated.partitions.len()
+        );
+        self.propagate(std::slice::from_ref(&updated));
+        self.cache.update(|m| m.topics.insert(name, updated));
+        Ok(())
+    }
+
     /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications):
     /// partitions that another broker added there get states, leaders and
     /// the brokers' attention.
@@ -559,22 +585,7 @@ impl Shared {
                     other => Err(other),
                 })?;
         }
-        let updated = self
-            .become_leader(
-                &name,
-                topic.topic_id,
-                &assignment,
-                topic.configs.clone(),
-                topic.log_config.clone(),
-            )
-            .await?;
-        log::info!(
-            "topic {name} now has {} partitions",
-            updated.partitions.len()
-        );
-        self.propagate(std::slice::from_ref(&updated));
-        self.cache.update(|m| m.topics.insert(name, updated));
-        Ok(())
+        self.take_up_partitions(name, &topic, &assignment).await
     }
 
     /// `/admin/delete_topics` changed: delete the topics marked there (what
@@ -1157,22 +1168,7 @@ impl Shared {
         }
         ops.extend(self.partition_state_ops(&name, &added));
         self.store.multi(ops).await?;
-        let updated = self
-            .become_leader(
-                &name,
-                topic.topic_id,
-                &assignment,
-                topic.configs.clone(),
-                topic.log_config.clone(),
-            )
-            .await?;
-        log::info!(
-            "topic {name} now has {} partitions",
-            updated.partitions.len()
-        );
-        self.propagate(std::slice::from_ref(&updated));
-        self.cache.update(|m| m.topics.insert(name, updated));
-        Ok(())
+        self.take_up_partitions(name, &topic, &assignment).await
     }
 
     /// Any broker alters a topic's configs as Kafka's `AdminZkClient`

@@ -42,18 +42,12 @@ pub fn assign_replicas(
     next_replica_shift: usize,
 ) -> Result<BTreeMap<i32, Vec<i32>>, AssignmentError> {
     let brokers = sorted_brokers(brokers)?;
-    let start_partition_id = start_partition_id.max(0);
-    if partitions <= 0 || start_partition_id.checked_add(partitions).is_none() {
-        return Err(AssignmentError::InvalidPartitions(partitions));
-    }
-    let n = brokers.len();
-    let rf = usize::try_from(replication_factor).unwrap_or(0);
-    if rf == 0 || rf > n {
-        return Err(AssignmentError::InvalidReplicationFactor {
-            replication_factor,
-            brokers: n,
-        });
-    }
+    let (start_partition_id, n, rf) = check_request(
+        brokers.len(),
+        partitions,
+        replication_factor,
+        start_partition_id,
+    )?;
     // Only the values modulo n (start) and n - 1 (shift) matter; reducing
     // them first keeps the arithmetic below far from overflow.
     let start_index = start_index % n;
@@ -125,18 +119,12 @@ pub fn assign_replicas_rack_aware(
 ) -> Result<BTreeMap<i32, Vec<i32>>, AssignmentError> {
     let ids: Vec<i32> = brokers.iter().map(|(id, _)| *id).collect();
     sorted_brokers(&ids)?;
-    let start_partition_id = start_partition_id.max(0);
-    if partitions <= 0 || start_partition_id.checked_add(partitions).is_none() {
-        return Err(AssignmentError::InvalidPartitions(partitions));
-    }
-    let n = brokers.len();
-    let rf = usize::try_from(replication_factor).unwrap_or(0);
-    if rf == 0 || rf > n {
-        return Err(AssignmentError::InvalidReplicationFactor {
-            replication_factor,
-            brokers: n,
-        });
-    }
+    let (start_partition_id, n, rf) = check_request(
+        brokers.len(),
+        partitions,
+        replication_factor,
+        start_partition_id,
+    )?;
     let rack_of: BTreeMap<i32, &str> = brokers
         .iter()
         .map(|(id, rack)| (*id, rack.as_str()))
@@ -242,6 +230,30 @@ pub fn assign_for_new_topic(
             assign_replicas_random(&ids, partitions, replication_factor, rng_seed)
         }
     }
+}
+
+/// Kafka's checks on a request: a positive partition count whose ids fit
+/// an i32, and a replication factor between 1 and the broker count.
+/// Returns the start partition id (negative counts as 0), the broker count
+/// and the replication factor.
+fn check_request(
+    brokers: usize,
+    partitions: i32,
+    replication_factor: i16,
+    start_partition_id: i32,
+) -> Result<(i32, usize, usize), AssignmentError> {
+    let start_partition_id = start_partition_id.max(0);
+    if partitions <= 0 || start_partition_id.checked_add(partitions).is_none() {
+        return Err(AssignmentError::InvalidPartitions(partitions));
+    }
+    let rf = usize::try_from(replication_factor).unwrap_or(0);
+    if rf == 0 || rf > brokers {
+        return Err(AssignmentError::InvalidReplicationFactor {
+            replication_factor,
+            brokers,
+        });
+    }
+    Ok((start_partition_id, brokers, rf))
 }
 
 fn sorted_brokers(brokers: &[i32]) -> Result<Vec<i32>, AssignmentError> {
