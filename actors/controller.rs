@@ -667,6 +667,32 @@ impl Shared {
         Ok(elected)
     }
 
+    /// Stops this broker's actor for `tp`, if it has one (deletion, a new
+    /// leader elsewhere). Says whether there was one.
+    fn stop_leading(&self, tp: &TopicPartition) -> bool {
+        let Some(handle) = self.partitions.registry.remove(tp) else {
+            return false;
+        };
+        handle.addr.do_send(StopPartition);
+        self.partitions
+            .events
+            .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
+        true
+    }
+
+    /// Deletes `tp`'s log here; a log that is already gone counts as
+    /// deleted. `Ok(false)`: the deletion failed (logged).
+    async fn delete_log(&self, tp: &TopicPartition) -> Result<bool, TopicError> {
+        match self.log.send(DeleteLog { tp: tp.clone() }).await {
+            Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => Ok(true),
+            Ok(Err(e)) => {
+                log::error!("deleting the log of {tp} failed: {e}");
+                Ok(false)
+            }
+            Err(_) => Err(TopicError::Stopped),
+        }
+    }
+
     /// Finds or creates the logs of the partitions this broker now leads
     /// and starts their actors (a log that cannot be read leaves its
     /// partition offline, the rest are served).
@@ -1041,17 +1067,8 @@ impl Shared {
         let partition_count = indexes.len() as i32;
         for index in indexes {
             let tp = TopicPartition::new(name, index);
-            if let Some(handle) = self.partitions.registry.remove(&tp) {
-                handle.addr.do_send(StopPartition);
-                self.partitions
-                    .events
-                    .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
-            }
-            match self.log.send(DeleteLog { tp: tp.clone() }).await {
-                Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => {}
-                Ok(Err(e)) => log::error!("deleting the log of {tp} failed: {e}"),
-                Err(_) => return Err(TopicError::Stopped),
-            }
+            self.stop_leading(&tp);
+            self.delete_log(&tp).await?;
         }
         for path in [
             TopicZNode::path(name),
@@ -2252,12 +2269,8 @@ impl Shared {
                     if self.partitions.registry.get(&tp).is_none() {
                         led.push((tp, p.leader_epoch));
                     }
-                } else if let Some(handle) = self.partitions.registry.remove(&tp) {
+                } else if self.stop_leading(&tp) {
                     // A follower now (fetching comes with replication).
-                    handle.addr.do_send(StopPartition);
-                    self.partitions
-                        .events
-                        .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
                     log::info!("partition {tp}: broker {} leads now", p.leader.0);
                 }
                 errors.push(
@@ -2364,23 +2377,12 @@ impl Shared {
             let name = topic.topic_name.0.to_string();
             for p in topic.partition_states {
                 let tp = TopicPartition::new(name.clone(), p.partition_index);
-                if let Some(handle) = self.partitions.registry.remove(&tp) {
-                    handle.addr.do_send(StopPartition);
-                    self.partitions
-                        .events
-                        .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
-                }
-                let mut code = 0;
-                if p.delete_partition {
-                    match self.log.send(DeleteLog { tp: tp.clone() }).await {
-                        Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => {}
-                        Ok(Err(e)) => {
-                            log::error!("deleting the log of {tp} failed: {e}");
-                            code = kafka_protocol::error::ResponseError::KafkaStorageError.code();
-                        }
-                        Err(_) => return Err(TopicError::Stopped),
-                    }
-                }
+                self.stop_leading(&tp);
+                let code = if p.delete_partition && !self.delete_log(&tp).await? {
+                    kafka_protocol::error::ResponseError::KafkaStorageError.code()
+                } else {
+                    0
+                };
                 errors.push(
                     StopReplicaPartitionError::default()
                         .with_topic_name(TopicName(StrBytes::from_string(name.clone())))
@@ -2655,12 +2657,7 @@ impl Shared {
             for (&index, p) in &topic.partitions {
                 let tp = TopicPartition::new(topic.name.clone(), index);
                 if p.leader != self.broker_id {
-                    if let Some(handle) = self.partitions.registry.remove(&tp) {
-                        handle.addr.do_send(StopPartition);
-                        self.partitions
-                            .events
-                            .publish(BrokerEvent::LeadershipLost { tp });
-                    }
+                    self.stop_leading(&tp);
                 }
             }
             self.cache

@@ -616,7 +616,7 @@ impl MetadataStore for ZooKeeperStore {
                 let Some(requests) = remaining.take() else {
                     break;
                 };
-                let retry = clone_ops(&requests);
+                let retry = requests.clone();
                 match self.client.multi(requests).await {
                     Ok(results) => {
                         return Ok(results
@@ -677,32 +677,6 @@ impl MetadataStore for ZooKeeperStore {
     fn close(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move { self.client.close().await.map_err(|e| zk_error("/", e)) })
     }
-}
-
-fn clone_ops(ops: &[MultiOp]) -> Vec<MultiOp> {
-    ops.iter()
-        .map(|op| match op {
-            MultiOp::Create(r) => MultiOp::Create(CreateRequest {
-                path: r.path.clone(),
-                data: r.data.clone(),
-                acl: r.acl.clone(),
-                flags: r.flags,
-            }),
-            MultiOp::Delete(r) => MultiOp::Delete(DeleteRequest {
-                path: r.path.clone(),
-                version: r.version,
-            }),
-            MultiOp::SetData(r) => MultiOp::SetData(SetDataRequest {
-                path: r.path.clone(),
-                data: r.data.clone(),
-                version: r.version,
-            }),
-            MultiOp::Check(r) => MultiOp::Check(CheckVersionRequest {
-                path: r.path.clone(),
-                version: r.version,
-            }),
-        })
-        .collect()
 }
 
 impl std::fmt::Debug for ZooKeeperStore {

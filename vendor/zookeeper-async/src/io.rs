@@ -211,10 +211,11 @@ impl ZkIo {
             match response.header.xid {
                 -1 => {
                     trace!("handle_response Got a watch event!");
-                    self.watch_sender
-                        .send(WatchMessage::Event(response))
-                        .await
-                        .unwrap();
+                    // ferrolog patch: a gone watch task drops the event
+                    // instead of panicking the I/O task.
+                    if self.watch_sender.send(WatchMessage::Event(response)).await.is_err() {
+                        warn!("watch event dropped: the watch task is gone");
+                    }
                 }
                 -2 => {
                     trace!("Got ping response in {:?}", self.ping_sent.elapsed());

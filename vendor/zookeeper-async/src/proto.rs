@@ -271,6 +271,8 @@ impl ReadFrom for ReplyHeader {
     }
 }
 
+// ferrolog patch: Clone, so a multi can be sent again.
+#[derive(Clone)]
 pub struct CreateRequest {
     pub path: String,
     pub data: Vec<u8>,
@@ -333,6 +335,8 @@ impl ReadFrom for Create2Response {
     }
 }
 
+// ferrolog patch: Clone, so a multi can be sent again.
+#[derive(Clone)]
 pub struct DeleteRequest {
     pub path: String,
     pub version: i32,
@@ -419,6 +423,8 @@ impl WriteTo for SetAclRequest {
 
 pub type SetAclResponse = StatResponse;
 
+// ferrolog patch: Clone, so a multi can be sent again.
+#[derive(Clone)]
 pub struct SetDataRequest {
     pub path: String,
     pub data: Vec<u8>,
@@ -518,6 +524,8 @@ impl ReadFrom for WatchedEvent {
 // ferrolog patch: ZooKeeper's `multi` (MultiTransactionRecord /
 // MultiResponse): each op is a MultiHeader {type, done=false, err=-1} and the
 // op's own request; a MultiHeader {-1, true, -1} ends the list.
+// ferrolog patch: Clone, so a multi can be sent again.
+#[derive(Clone)]
 pub struct CheckVersionRequest {
     pub path: String,
     pub version: i32,
@@ -531,6 +539,8 @@ impl WriteTo for CheckVersionRequest {
     }
 }
 
+// ferrolog patch: Clone, so a multi can be sent again.
+#[derive(Clone)]
 pub enum MultiOp {
     Create(CreateRequest),
     Delete(DeleteRequest),
