@@ -325,6 +325,21 @@ fn three_brokers_share_a_topic() {
         leaders.len() == 9 && leaders.values().all(|&l| l >= 0)
     });
 
+    // A topic deleted through a broker that is not the controller (the
+    // /admin/delete_topics mark) disappears from every broker.
+    let deleted = block_on(
+        admin(&cluster.bootstrap(via))
+            .delete_topics(&["two-racks"], &admin_options(Duration::from_secs(30))),
+    )
+    .expect("DeleteTopics answered");
+    assert!(deleted[0].is_ok(), "{deleted:?}");
+    cluster.wait_for(
+        &[0, 1, 2],
+        "two-racks",
+        "the topic gone",
+        |leaders, _, _| leaders.is_empty(),
+    );
+
     // A config altered through one broker reaches every broker
     // (/config/changes notifications, as Kafka does).
     alter_retention(&cluster.bootstrap(via), "spread", "1234000");
