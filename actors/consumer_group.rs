@@ -32,7 +32,10 @@ use crate::group::state::{
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::{BrokerEvent, EventBus};
-use super::partition::{AppendRecords, GetState, PartitionHandle, ReadRecords};
+use super::partition::{Acks, AppendRecords, GetState, PartitionHandle, ReadRecords};
+
+/// Kafka's `offsets.commit.timeout.ms` default.
+const GROUP_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::group::records::{decode_records, GroupRecord};
 use crate::group::state::GroupConfig;
@@ -300,7 +303,15 @@ impl ConsumerGroup {
     ) -> impl std::future::Future<Output = Result<(), i16>> + 'static {
         let request = match encode_batch(&records, now) {
             // A fresh sender is never parked: this enqueues now.
-            Ok(batch) => Ok(self.log.addr.clone().send(AppendRecords { records: batch })),
+            // Kafka's offsets.commit.required.acks=-1: a commit or a group
+            // state is answered once every ISR member has it.
+            Ok(batch) => Ok(self.log.addr.clone().send(AppendRecords {
+                records: batch,
+                acks: Acks::All {
+                    min_insync_replicas: 1,
+                    timeout: GROUP_WRITE_TIMEOUT,
+                },
+            })),
             Err(e) => {
                 log::error!("cannot encode group records: {e}");
                 Err(ResponseError::UnknownServerError.code())
@@ -421,12 +432,14 @@ pub async fn read_groups(
         .map_err(|_| GroupLoadError::PartitionStopped)?;
     let mut offset = state.log_start_offset;
     // Bounded: every round advances past at least one whole batch.
-    while offset < state.high_watermark {
+    while offset < state.log_end_offset {
         let read = handle
             .addr
             .send(ReadRecords {
                 offset,
                 max_bytes: 1 << 20,
+                current_leader_epoch: -1,
+                to_log_end: true,
             })
             .await
             .map_err(|_| GroupLoadError::PartitionStopped)??;

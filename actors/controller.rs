@@ -32,9 +32,13 @@ use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
-use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError};
-use super::partition::{PartitionRuntime, StopPartition, UpdateConfig};
+use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError, LogOffsets};
+use super::partition::{
+    ApplyAssignment, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
+};
+use super::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
+use kafka_protocol::error::ResponseError;
 
 /// Logs created at once while a topic is created (see `become_leader`).
 const LOG_CREATION_CONCURRENCY: usize = 4;
@@ -137,6 +141,10 @@ struct Shared {
     channels: Arc<std::sync::Mutex<HashMap<i32, Addr<ControllerChannel>>>>,
     /// The newest `/config/changes` notification applied here.
     config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
+    /// The replica fetchers copying the partitions this broker follows.
+    fetchers: ReplicaFetchers,
+    /// The partitions this broker leads (for leadership events).
+    led: Arc<std::sync::Mutex<std::collections::HashSet<TopicPartition>>>,
 }
 
 /// This broker's part in the controller election.
@@ -365,6 +373,7 @@ impl Controller {
                 },
             );
         });
+        let fetcher_config = ReplicaFetcherConfig::from_broker(&config);
         let shared = Shared {
             broker_id,
             config,
@@ -379,6 +388,8 @@ impl Controller {
             })),
             channels: Arc::default(),
             config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            fetchers: ReplicaFetchers::new(fetcher_config),
+            led: Arc::default(),
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared
@@ -620,63 +631,137 @@ impl Shared {
         Ok(())
     }
 
-    /// A partition whose leader is not live gets a live ISR member as its
-    /// leader (or none: offline until one returns), with the leader epoch
-    /// bumped, written conditionally on the state's version. Only the
-    /// active controller elects.
-    async fn reelect_if_needed(
+    /// Kafka's election rules for one partition after brokers come or go
+    /// (only the active controller calls it): a dead leader is replaced
+    /// by the first replica, in assignment order, that is live and in the
+    /// ISR, and dead brokers leave the ISR; with no live ISR member the
+    /// partition goes offline (leader -1, the ISR kept so its last member
+    /// can lead again) unless unclean election is on, when the first live
+    /// replica leads and the loss is logged. Every change bumps the leader
+    /// epoch. `None`: nothing changes.
+    fn elect(
         &self,
         tp: &TopicPartition,
-        state: LeaderAndIsr,
-        version: i32,
+        state: &LeaderAndIsr,
+        replicas: &[i32],
         live: &[i32],
-    ) -> Result<LeaderAndIsr, TopicError> {
-        if !self.is_active() || live.contains(&state.leader) {
-            return Ok(state);
-        }
-        let leader = state
+        unclean: bool,
+    ) -> Option<LeaderAndIsr> {
+        let live_isr: Vec<i32> = state
             .isr
             .iter()
             .copied()
-            .find(|b| live.contains(b))
-            .unwrap_or(LeaderAndIsr::NO_LEADER);
-        if leader == state.leader {
-            return Ok(state);
-        }
-        let elected = LeaderAndIsr {
+            .filter(|b| live.contains(b))
+            .collect();
+        let next = |leader: i32, isr: Vec<i32>| LeaderAndIsr {
             leader,
             leader_epoch: state.leader_epoch + 1,
-            isr: state.isr.clone(),
+            isr,
             controller_epoch: self.controller_epoch(),
         };
-        self.store
-            .set(
-                &TopicPartitionStateZNode::path(tp),
-                TopicPartitionStateZNode::encode(&elected),
-                Some(version),
-            )
-            .await?;
-        if leader == LeaderAndIsr::NO_LEADER {
-            log::warn!("partition {tp} is offline: no in-sync replica is live");
-        } else {
-            log::info!(
-                "partition {tp}: leader {leader} (leader epoch {})",
-                elected.leader_epoch
-            );
+        if live.contains(&state.leader) {
+            return (live_isr.len() < state.isr.len() && !live_isr.is_empty())
+                .then(|| next(state.leader, live_isr));
         }
-        Ok(elected)
+        if let Some(leader) = replicas
+            .iter()
+            .copied()
+            .find(|r| live.contains(r) && state.isr.contains(r))
+        {
+            return Some(next(leader, live_isr));
+        }
+        if unclean {
+            if let Some(leader) = replicas.iter().copied().find(|r| live.contains(r)) {
+                log::warn!(
+                    "partition {tp}: unclean election of broker {leader}, not in the ISR {:?}: \
+                     records its old leader {} acknowledged may be lost",
+                    state.isr,
+                    state.leader
+                );
+                return Some(next(leader, vec![leader]));
+            }
+        }
+        (state.leader != LeaderAndIsr::NO_LEADER)
+            .then(|| next(LeaderAndIsr::NO_LEADER, state.isr.clone()))
     }
 
-    /// Stops this broker's actor for `tp`, if it has one (deletion, a new
-    /// leader elsewhere). Says whether there was one.
+    /// Whether `topic` allows unclean leader election (its config, else
+    /// the broker's `unclean.leader.election.enable`).
+    fn unclean_allowed(&self, configs: &BTreeMap<String, String>) -> bool {
+        configs
+            .get("unclean.leader.election.enable")
+            .and_then(|v| v.parse::<bool>().ok())
+            .unwrap_or(self.config.unclean_leader_election_enable)
+    }
+
+    /// Re-reads `tp`'s state and applies [`Shared::elect`], writing the
+    /// result conditionally on the version read (a leader may be changing
+    /// the ISR at the same moment: then read again). Returns the state in
+    /// force and its version.
+    async fn reelect(
+        &self,
+        tp: &TopicPartition,
+        replicas: &[i32],
+        live: &[i32],
+        unclean: bool,
+    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+        let path = TopicPartitionStateZNode::path(tp);
+        for _ in 0..ELECTION_ATTEMPTS {
+            let Some((bytes, stat)) = self.store.get(&path).await? else {
+                return Ok(None);
+            };
+            let state = TopicPartitionStateZNode::decode(tp, &bytes)?;
+            if !self.is_active() {
+                return Ok(Some((state, stat.version)));
+            }
+            let Some(elected) = self.elect(tp, &state, replicas, live, unclean) else {
+                return Ok(Some((state, stat.version)));
+            };
+            match self
+                .store
+                .set(
+                    &path,
+                    TopicPartitionStateZNode::encode(&elected),
+                    Some(stat.version),
+                )
+                .await
+            {
+                Ok(written) => {
+                    if elected.leader == LeaderAndIsr::NO_LEADER {
+                        log::warn!(
+                            "partition {tp} is offline: no in-sync replica of {:?} is live",
+                            elected.isr
+                        );
+                    } else {
+                        log::info!(
+                            "partition {tp}: leader {} (leader epoch {}), ISR {:?}",
+                            elected.leader,
+                            elected.leader_epoch,
+                            elected.isr
+                        );
+                    }
+                    return Ok(Some((elected, written.version)));
+                }
+                Err(MetadataError::BadVersion { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(TopicError::Store(MetadataError::BadVersion {
+            path,
+            expected: -1,
+            actual: -1,
+        }))
+    }
+
+    /// Stops this broker's replica of `tp`, if it has one (deletion,
+    /// StopReplica, shutdown). Says whether there was one.
     fn stop_leading(&self, tp: &TopicPartition) -> bool {
+        self.fetchers.unfollow(tp);
         let Some(handle) = self.partitions.registry.remove(tp) else {
             return false;
         };
         handle.addr.do_send(StopPartition);
-        self.partitions
-            .events
-            .publish(BrokerEvent::LeadershipLost { tp: tp.clone() });
+        self.note_leadership(tp, false, -1);
         true
     }
 
@@ -693,63 +778,138 @@ impl Shared {
         }
     }
 
-    /// Finds or creates the logs of the partitions this broker now leads
-    /// and starts their actors (a log that cannot be read leaves its
-    /// partition offline, the rest are served).
-    async fn take_leadership(
+    /// Makes this broker's replicas of `topic`'s partitions `indexes` what
+    /// their states say (the one place both the active controller's own
+    /// decisions and a LeaderAndIsr from it land): finds or creates their
+    /// logs, starts or re-assigns their partition actors, publishes
+    /// leadership changes, and starts or stops the replica fetchers.
+    /// `addresses` names leaders the metadata cache may not know yet
+    /// (LeaderAndIsr's live leaders). Answers an error code per partition.
+    async fn apply_local(
         &self,
-        led: Vec<(TopicPartition, i32)>,
-        log_config: &LogConfig,
-    ) -> Result<(), TopicError> {
-        // Find or create the led partitions' logs a few at a time: faster
-        // than one after another, without filling the shards' queues so
-        // that other partitions' appends wait behind a big creation.
-        let logs = led.into_iter().map(|(tp, leader_epoch)| {
-            let log = self.log.clone();
-            let config = log_config.clone();
-            async move {
-                let offsets = match log.send(GetLogOffsets { tp: tp.clone() }).await {
-                    Ok(Ok(offsets)) => Ok(offsets),
-                    Ok(Err(LogActorError::UnknownPartition(_))) => log
-                        .send(CreateLog {
-                            tp: tp.clone(),
-                            config,
-                        })
-                        .await
-                        .map_err(|_| TopicError::Stopped)
-                        .and_then(|created| created.map_err(TopicError::from)),
-                    // A log that exists but cannot be read: the partition
-                    // stays offline, the topic is still served.
-                    Ok(Err(e)) => Err(TopicError::Log(LogActorError::PartitionOffline {
-                        tp: tp.clone(),
-                        reason: e.to_string(),
-                    })),
-                    Err(_) => Err(TopicError::Stopped),
-                };
-                (tp, leader_epoch, offsets)
-            }
-        });
+        topic: &TopicMetadata,
+        indexes: &[i32],
+        addresses: &BTreeMap<i32, String>,
+    ) -> Result<Vec<(i32, i16)>, TopicError> {
+        let mine: Vec<(TopicPartition, PartitionMetadata)> = indexes
+            .iter()
+            .filter_map(|index| {
+                let p = topic.partitions.get(index)?;
+                (p.replicas.contains(&self.broker_id) || p.leader == self.broker_id)
+                    .then(|| (TopicPartition::new(topic.name.clone(), *index), p.clone()))
+            })
+            .collect();
+        // Find or create the logs of replicas new here a few at a time:
+        // faster than one after another, without filling the shards'
+        // queues so that other partitions' appends wait behind a creation.
+        let missing = mine
+            .iter()
+            .filter(|(tp, _)| self.partitions.registry.get(tp).is_none())
+            .map(|(tp, _)| {
+                let log = self.log.clone();
+                let config = topic.log_config.clone();
+                let tp = tp.clone();
+                async move { (tp.clone(), find_or_create_log(&log, tp, config).await) }
+            });
         use futures_util::StreamExt;
-        let found: Vec<_> = futures_util::stream::iter(logs)
-            .buffer_unordered(LOG_CREATION_CONCURRENCY)
-            .collect()
-            .await;
-        for (tp, leader_epoch, offsets) in found {
-            match offsets {
-                Ok(offsets) => {
-                    self.partitions.start(&tp, offsets);
-                    self.partitions
-                        .events
-                        .publish(BrokerEvent::LeadershipGained { tp, leader_epoch });
+        let mut found: HashMap<TopicPartition, Result<LogOffsets, TopicError>> =
+            futures_util::stream::iter(missing)
+                .buffer_unordered(LOG_CREATION_CONCURRENCY)
+                .collect()
+                .await;
+        let mut codes = Vec::with_capacity(mine.len());
+        for (tp, p) in mine {
+            let assignment = PartitionAssignment {
+                leader: p.leader,
+                leader_epoch: p.leader_epoch,
+                isr: p.isr.clone(),
+                replicas: p.replicas.clone(),
+                zk_version: p.zk_version,
+                controller_epoch: self.controller_epoch(),
+            };
+            let (handle, offsets) = match found.remove(&tp) {
+                None => {
+                    let Some(handle) = self.partitions.registry.get(&tp) else {
+                        continue;
+                    };
+                    match handle.addr.send(ApplyAssignment(assignment)).await {
+                        Ok(Ok(offsets)) => (handle, offsets),
+                        Ok(Err(e)) => {
+                            log::warn!("partition {tp}: assignment refused: {e}");
+                            codes.push((tp.partition, crate::api::error_code(&e)));
+                            continue;
+                        }
+                        Err(_) => {
+                            codes.push((tp.partition, ResponseError::KafkaStorageError.code()));
+                            continue;
+                        }
+                    }
                 }
-                Err(TopicError::Stopped) => return Err(TopicError::Stopped),
-                Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. })) => {
+                Some(Ok(offsets)) => (self.partitions.start(&tp, offsets, assignment), offsets),
+                Some(Err(TopicError::Stopped)) => return Err(TopicError::Stopped),
+                Some(Err(e)) => {
+                    // A log that cannot be read: this partition stays
+                    // offline here, the rest are served.
                     log::error!("partition {tp} stays offline: {e}");
+                    codes.push((tp.partition, ResponseError::KafkaStorageError.code()));
+                    continue;
                 }
-                Err(e) => return Err(e),
+            };
+            self.note_leadership(&tp, p.leader == self.broker_id, p.leader_epoch);
+            if p.leader == self.broker_id || p.leader < 0 {
+                self.fetchers.unfollow(&tp);
+            } else {
+                match self.address_of(p.leader, addresses) {
+                    Some(address) => self.fetchers.follow(
+                        &tp,
+                        p.leader,
+                        address,
+                        p.leader_epoch,
+                        handle,
+                        offsets,
+                    ),
+                    None => log::warn!(
+                        "partition {tp}: leader {} has no known address; not fetching yet",
+                        p.leader
+                    ),
+                }
             }
+            codes.push((tp.partition, 0));
         }
-        Ok(())
+        Ok(codes)
+    }
+
+    /// `host:port` of broker `id`.
+    fn address_of(&self, id: i32, addresses: &BTreeMap<i32, String>) -> Option<String> {
+        addresses.get(&id).cloned().or_else(|| {
+            self.cache
+                .read(|m| m.brokers.get(&id).map(|b| format!("{}:{}", b.host, b.port)))
+        })
+    }
+
+    /// Publishes LeadershipGained/LeadershipLost when this broker's role
+    /// for `tp` changed.
+    fn note_leadership(&self, tp: &TopicPartition, leads: bool, leader_epoch: i32) {
+        let changed = {
+            let mut led = self.led.lock().unwrap_or_else(|p| p.into_inner());
+            if leads {
+                led.insert(tp.clone())
+            } else {
+                led.remove(tp)
+            }
+        };
+        if !changed {
+            return;
+        }
+        let event = if leads {
+            BrokerEvent::LeadershipGained {
+                tp: tp.clone(),
+                leader_epoch,
+            }
+        } else {
+            BrokerEvent::LeadershipLost { tp: tp.clone() }
+        };
+        self.partitions.events.publish(event);
     }
 
     async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
@@ -774,9 +934,9 @@ impl Shared {
             .map_err(|e| TopicError::InvalidConfig(e.to_string()))
     }
 
-    /// Write missing partition states, then take leadership of the
-    /// partitions whose leader is this broker: create or find their logs and
-    /// start their actors. Returns the topic as Metadata shows it.
+    /// Write missing partition states (electing leaders where needed),
+    /// then make this broker's replicas of the topic lead or follow as the
+    /// states say. Returns the topic as Metadata shows it.
     async fn become_leader(
         &self,
         name: &str,
@@ -786,17 +946,13 @@ impl Shared {
         log_config: LogConfig,
     ) -> Result<TopicMetadata, TopicError> {
         let live = self.live_brokers();
+        let unclean = self.unclean_allowed(&configs);
         let mut partitions = BTreeMap::new();
-        let mut led = Vec::new();
         for (&index, replicas) in assignment {
             let tp = TopicPartition::new(name, index);
             let state_path = TopicPartitionStateZNode::path(&tp);
-            let state = match self.store.get(&state_path).await? {
-                Some((bytes, stat)) => {
-                    let state = TopicPartitionStateZNode::decode(&tp, &bytes)?;
-                    self.reelect_if_needed(&tp, state, stat.version, &live)
-                        .await?
-                }
+            let (state, version) = match self.reelect(&tp, replicas, &live, unclean).await? {
+                Some(found) => found,
                 None => {
                     let state = self.initial_state(replicas, &live);
                     self.store
@@ -806,23 +962,26 @@ impl Shared {
                             CreateMode::Persistent,
                         )
                         .await?;
-                    state
+                    (state, 0)
                 }
             };
-            if state.leader == self.broker_id && self.partitions.registry.get(&tp).is_none() {
-                led.push((tp, state.leader_epoch));
-            }
-            partitions.insert(index, partition_metadata(&state, replicas));
+            partitions.insert(index, partition_metadata(&state, replicas, version));
         }
-        self.take_leadership(led, &log_config).await?;
-        Ok(TopicMetadata {
+        let topic = TopicMetadata {
             name: name.to_string(),
             topic_id,
             is_internal: is_internal_topic(name),
             partitions,
             configs,
             log_config,
-        })
+        };
+        self.apply_local(
+            &topic,
+            &topic.partitions.keys().copied().collect::<Vec<_>>(),
+            &BTreeMap::new(),
+        )
+        .await?;
+        Ok(topic)
     }
 
     async fn create_topic(&self, request: CreateTopic) -> Result<TopicMetadata, TopicError> {
@@ -877,6 +1036,7 @@ impl Shared {
                                 leader_epoch: 0,
                                 replicas: replicas.clone(),
                                 isr: replicas.clone(),
+                                zk_version: 0,
                             },
                         )
                     })
@@ -926,6 +1086,7 @@ impl Shared {
                                 leader_epoch: 0,
                                 replicas: replicas.clone(),
                                 isr: Vec::new(),
+                                zk_version: 0,
                             },
                         )
                     })
@@ -972,24 +1133,19 @@ impl Shared {
         Ok(())
     }
 
-    /// A new partition's first state: the first live replica in
-    /// assignment order leads, leader epoch 0. The ISR is the leader alone:
-    /// followers do not copy it yet (replication is still to come), so no
-    /// other replica may ever take over without losing records.
+    /// A new partition's first state, as Kafka's: the first live replica
+    /// in assignment order leads, leader epoch 0, and the ISR is every live
+    /// replica (all empty, so all in sync).
     fn initial_state(&self, replicas: &[i32], live: &[i32]) -> LeaderAndIsr {
-        let leader = replicas
+        let isr: Vec<i32> = replicas
             .iter()
             .copied()
-            .find(|r| live.contains(r))
-            .unwrap_or(LeaderAndIsr::NO_LEADER);
+            .filter(|r| live.contains(r))
+            .collect();
         LeaderAndIsr {
-            leader,
+            leader: isr.first().copied().unwrap_or(LeaderAndIsr::NO_LEADER),
             leader_epoch: 0,
-            isr: if leader == LeaderAndIsr::NO_LEADER {
-                Vec::new()
-            } else {
-                vec![leader]
-            },
+            isr,
             controller_epoch: self.controller_epoch(),
         }
     }
@@ -1314,12 +1470,39 @@ impl Shared {
     }
 }
 
-fn partition_metadata(state: &LeaderAndIsr, replicas: &[i32]) -> PartitionMetadata {
+fn partition_metadata(
+    state: &LeaderAndIsr,
+    replicas: &[i32],
+    zk_version: i32,
+) -> PartitionMetadata {
     PartitionMetadata {
         leader: state.leader,
         leader_epoch: state.leader_epoch,
         replicas: replicas.to_vec(),
         isr: state.isr.clone(),
+        zk_version,
+    }
+}
+
+/// The log of `tp` here: found, or created empty. A log that exists but
+/// cannot be read is reported offline.
+async fn find_or_create_log(
+    log: &Addr<LogActor>,
+    tp: TopicPartition,
+    config: LogConfig,
+) -> Result<LogOffsets, TopicError> {
+    match log.send(GetLogOffsets { tp: tp.clone() }).await {
+        Ok(Ok(offsets)) => Ok(offsets),
+        Ok(Err(LogActorError::UnknownPartition(_))) => log
+            .send(CreateLog { tp, config })
+            .await
+            .map_err(|_| TopicError::Stopped)
+            .and_then(|created| created.map_err(TopicError::from)),
+        Ok(Err(e)) => Err(TopicError::Log(LogActorError::PartitionOffline {
+            tp,
+            reason: e.to_string(),
+        })),
+        Err(_) => Err(TopicError::Stopped),
     }
 }
 
@@ -1408,6 +1591,9 @@ impl Controller {
             |names| DeletionsRequested { names },
         );
         self.follow_children(ctx, BrokerIdsZNode::PATH, |ids| BrokersChanged { ids });
+        self.follow_children(ctx, IsrChangeNotificationZNode::PATH, |names| {
+            IsrChangesNotified { names }
+        });
         self.follow_assignments(ctx);
     }
 
@@ -1697,6 +1883,13 @@ controller_request!(
     } -> (), deletions_requested
 );
 
+controller_request!(
+    /// The children of `/isr_change_notification`, read after a change.
+    IsrChangesNotified {
+        names: Vec<String>,
+    } -> (), isr_changes_notified
+);
+
 /// Delete a topic and its data.
 #[derive(Debug)]
 pub struct DeleteTopic {
@@ -1730,15 +1923,11 @@ impl Handler<StopPartitions> for Controller {
     type Result = ();
 
     fn handle(&mut self, _msg: StopPartitions, _ctx: &mut Context<Self>) {
+        self.shared.fetchers.stop_all();
         let registry = &self.shared.partitions.registry;
         let all: HashMap<TopicPartition, _> = registry.all().into_iter().collect();
-        for (tp, handle) in all {
-            registry.remove(&tp);
-            handle.addr.do_send(StopPartition);
-            self.shared
-                .partitions
-                .events
-                .publish(BrokerEvent::LeadershipLost { tp });
+        for (tp, _) in all {
+            self.shared.stop_leading(&tp);
         }
     }
 }
@@ -1772,6 +1961,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::controller_channel::{ControlRequest, ControllerChannel, Deliver};
 use crate::metadata::znodes::{
     BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
+    IsrChangeNotificationZNode,
 };
 
 /// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
@@ -1990,6 +2180,7 @@ impl Shared {
                             .with_leader(BrokerId(p.leader))
                             .with_leader_epoch(p.leader_epoch)
                             .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                            .with_partition_epoch(p.zk_version)
                             .with_replicas(p.replicas.iter().map(|&b| BrokerId(b)).collect())
                     })
                     .collect();
@@ -2064,6 +2255,7 @@ impl Shared {
                                     .with_leader(BrokerId(p.leader))
                                     .with_leader_epoch(p.leader_epoch)
                                     .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                                    .with_zk_version(p.zk_version)
                                     .with_replicas(
                                         p.replicas.iter().map(|&b| BrokerId(b)).collect(),
                                     )
@@ -2122,11 +2314,12 @@ impl Shared {
         }
     }
 
-    /// `/brokers/ids` changed: partitions led by a broker that left lose
-    /// their leader (a live ISR member takes over; with none the partition
-    /// is offline, leader -1, until one returns, as Kafka does without
-    /// unclean election); offline partitions whose ISR member is back get
-    /// it as leader; brokers that joined learn the whole state.
+    /// `/brokers/ids` changed: partitions whose leader left get a live ISR
+    /// member as leader (none: offline, leader -1, until one returns, as
+    /// Kafka does without unclean election), brokers that left leave the
+    /// ISRs, offline partitions whose ISR member is back get it as leader
+    /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
+    /// every broker UpdateMetadata, and brokers that joined everything.
     async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
         if !self.is_active() {
             return Ok(());
@@ -2145,53 +2338,28 @@ impl Shared {
         let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
         let mut changed = Vec::new();
         for mut topic in topics {
-            let mut topic_changed = false;
+            let unclean = self.unclean_allowed(&topic.configs);
+            let mut moved = Vec::new();
             for (&index, p) in topic.partitions.iter_mut() {
-                let leader_live = live.contains(&p.leader);
-                if leader_live {
-                    continue;
-                }
-                let new_leader = p
-                    .isr
-                    .iter()
-                    .copied()
-                    .find(|b| live.contains(b))
-                    .unwrap_or(LeaderAndIsr::NO_LEADER);
-                if new_leader == p.leader {
+                let affected = !live.contains(&p.leader) || p.isr.iter().any(|b| !live.contains(b));
+                if !affected {
                     continue;
                 }
                 let tp = TopicPartition::new(topic.name.clone(), index);
-                let state = LeaderAndIsr {
-                    leader: new_leader,
-                    leader_epoch: p.leader_epoch + 1,
-                    isr: p.isr.clone(),
-                    controller_epoch: self.controller_epoch(),
+                let Some((state, version)) = self.reelect(&tp, &p.replicas, &live, unclean).await?
+                else {
+                    continue;
                 };
-                self.store
-                    .set(
-                        &TopicPartitionStateZNode::path(&tp),
-                        TopicPartitionStateZNode::encode(&state),
-                        None,
-                    )
-                    .await?;
-                if new_leader == LeaderAndIsr::NO_LEADER {
-                    log::warn!(
-                        "partition {tp} is offline: its leader {} left and no in-sync replica is live",
-                        p.leader
-                    );
-                } else {
-                    log::info!(
-                        "partition {tp}: leader {} (leader epoch {})",
-                        new_leader,
-                        state.leader_epoch
-                    );
+                let updated = partition_metadata(&state, &p.replicas, version);
+                if updated != *p {
+                    *p = updated;
+                    moved.push(index);
                 }
-                *p = partition_metadata(&state, &p.replicas);
-                topic_changed = true;
             }
-            if topic_changed {
+            if !moved.is_empty() {
                 self.cache
                     .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+                self.apply_local(&topic, &moved, &BTreeMap::new()).await?;
                 changed.push(topic);
             }
         }
@@ -2205,6 +2373,64 @@ impl Shared {
             } else {
                 self.send_topics_to(broker, &changed);
             }
+        }
+        Ok(())
+    }
+
+    /// `/isr_change_notification` changed: leaders changed ISRs. Read the
+    /// states they name into the cache, tell every broker (UpdateMetadata,
+    /// as Kafka's `IsrChangeNotification` handler does) and delete the
+    /// notifications.
+    async fn isr_changes_notified(&self, change: IsrChangesNotified) -> Result<(), TopicError> {
+        if !self.is_active() || change.names.is_empty() {
+            return Ok(());
+        }
+        let mut named = std::collections::BTreeSet::new();
+        for name in &change.names {
+            let path = IsrChangeNotificationZNode::path(name);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                match IsrChangeNotificationZNode::decode(name, &bytes) {
+                    Ok(tps) => named.extend(tps),
+                    Err(e) => log::warn!("ignoring {path}: {e}"),
+                }
+            }
+            match self.store.delete(&path, None).await {
+                Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        for tp in named {
+            let Some(mut topic) = changed
+                .remove(&tp.topic)
+                .or_else(|| self.cache.topic(&tp.topic))
+            else {
+                continue;
+            };
+            let Some(p) = topic.partitions.get_mut(&tp.partition) else {
+                continue;
+            };
+            let Some((bytes, stat)) = self.store.get(&TopicPartitionStateZNode::path(&tp)).await?
+            else {
+                continue;
+            };
+            let state = TopicPartitionStateZNode::decode(&tp, &bytes)?;
+            *p = partition_metadata(&state, &p.replicas, stat.version);
+            changed.insert(tp.topic.clone(), topic);
+        }
+        let changed: Vec<TopicMetadata> = changed.into_values().collect();
+        self.cache.update(|m| {
+            for topic in &changed {
+                m.topics.insert(topic.name.clone(), topic.clone());
+            }
+        });
+        for broker in self.remote_brokers() {
+            self.deliver(
+                broker,
+                vec![ControlRequest::UpdateMetadata(
+                    self.update_metadata_request(broker, &changed),
+                )],
+            );
         }
         Ok(())
     }
@@ -2256,32 +2482,61 @@ impl Shared {
         ) {
             return Ok(LeaderAndIsrResponse::default().with_error_code(code));
         }
+        let addresses: BTreeMap<i32, String> = request
+            .live_leaders
+            .iter()
+            .map(|l| (l.broker_id.0, format!("{}:{}", l.host_name, l.port)))
+            .collect();
         let mut topics = Vec::new();
         for topic in request.topic_states {
             let name = topic.topic_name.0.to_string();
-            let configs = self.topic_configs(&name).await?;
-            let log_config = self.log_config_for(&configs)?;
-            let mut led = Vec::new();
-            let mut errors = Vec::new();
-            for p in &topic.partition_states {
-                let tp = TopicPartition::new(name.clone(), p.partition_index);
-                if p.leader.0 == self.broker_id {
-                    if self.partitions.registry.get(&tp).is_none() {
-                        led.push((tp, p.leader_epoch));
-                    }
-                } else if self.stop_leading(&tp) {
-                    // A follower now (fetching comes with replication).
-                    log::info!("partition {tp}: broker {} leads now", p.leader.0);
+            let (configs, log_config) = match self.cache.topic(&name) {
+                Some(known) => (known.configs, known.log_config),
+                None => {
+                    let configs = self.topic_configs(&name).await?;
+                    let log_config = self.log_config_for(&configs)?;
+                    (configs, log_config)
                 }
-                errors.push(
-                    LeaderAndIsrPartitionError::default().with_partition_index(p.partition_index),
-                );
-            }
-            self.take_leadership(led, &log_config).await?;
+            };
+            let partitions: BTreeMap<i32, PartitionMetadata> = topic
+                .partition_states
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        PartitionMetadata {
+                            leader: p.leader.0,
+                            leader_epoch: p.leader_epoch,
+                            replicas: p.replicas.iter().map(|b| b.0).collect(),
+                            isr: p.isr.iter().map(|b| b.0).collect(),
+                            zk_version: p.partition_epoch,
+                        },
+                    )
+                })
+                .collect();
+            let indexes: Vec<i32> = partitions.keys().copied().collect();
+            let metadata = TopicMetadata {
+                name: name.clone(),
+                topic_id: *topic.topic_id.as_bytes(),
+                is_internal: is_internal_topic(&name),
+                partitions,
+                configs,
+                log_config,
+            };
+            let codes = self.apply_local(&metadata, &indexes, &addresses).await?;
             topics.push(
                 LeaderAndIsrTopicError::default()
                     .with_topic_id(topic.topic_id)
-                    .with_partition_errors(errors),
+                    .with_partition_errors(
+                        codes
+                            .into_iter()
+                            .map(|(index, code)| {
+                                LeaderAndIsrPartitionError::default()
+                                    .with_partition_index(index)
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    ),
             );
         }
         Ok(LeaderAndIsrResponse::default().with_topics(topics))
@@ -2344,6 +2599,7 @@ impl Shared {
                         leader_epoch: p.leader_epoch,
                         replicas: p.replicas.iter().map(|b| b.0).collect(),
                         isr: p.isr.iter().map(|b| b.0).collect(),
+                        zk_version: p.zk_version,
                     },
                 );
             }
@@ -2625,43 +2881,40 @@ impl Shared {
                 },
                 controller_epoch: self.controller_epoch(),
             };
-            self.store
+            let written = self
+                .store
                 .set(
                     &TopicPartitionStateZNode::path(&tp),
                     TopicPartitionStateZNode::encode(&state),
-                    None,
+                    Some(partition.zk_version),
                 )
-                .await?;
+                .await;
+            let written = match written {
+                Ok(written) => written,
+                Err(MetadataError::BadVersion { .. }) => {
+                    // The leader changed the ISR meanwhile: the caller retries.
+                    answers.push((tp, E::NotController.code()));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             log::info!(
                 "partition {tp}: leader {leader} (leader epoch {}), elected on request",
                 state.leader_epoch
             );
             topic.partitions.insert(
                 tp.partition,
-                partition_metadata(&state, &partition.replicas),
+                partition_metadata(&state, &partition.replicas, written.version),
             );
             changed.insert(tp.topic.clone(), topic);
             answers.push((tp, 0));
         }
         let changed: Vec<TopicMetadata> = changed.into_values().collect();
         for topic in &changed {
-            // This broker's own partitions first: lead or stop leading.
-            let led: Vec<(TopicPartition, i32)> = topic
-                .partitions
-                .iter()
-                .filter(|(_, p)| p.leader == self.broker_id)
-                .map(|(&i, p)| (TopicPartition::new(topic.name.clone(), i), p.leader_epoch))
-                .filter(|(tp, _)| self.partitions.registry.get(tp).is_none())
-                .collect();
-            self.take_leadership(led, &topic.log_config).await?;
-            for (&index, p) in &topic.partitions {
-                let tp = TopicPartition::new(topic.name.clone(), index);
-                if p.leader != self.broker_id {
-                    self.stop_leading(&tp);
-                }
-            }
             self.cache
                 .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+            let indexes: Vec<i32> = topic.partitions.keys().copied().collect();
+            self.apply_local(topic, &indexes, &BTreeMap::new()).await?;
         }
         self.propagate(&changed);
         Ok(answers)

@@ -11,16 +11,12 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, LeaderAndIsrRequest, LeaderAndIsrResponse, RequestHeader, ResponseHeader,
-    StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse,
+    ApiKey, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse,
 };
-use kafka_protocol::protocol::{Decodable, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use crate::protocol::encode_request;
+use crate::net::client::{BrokerClient, ClientError};
 
 /// Versions the controller speaks (Kafka 2.8+ ZooKeeper mode: topic ids).
 pub const LEADER_AND_ISR_VERSION: i16 = 5;
@@ -66,21 +62,20 @@ pub struct Deliver(pub ControlRequest);
 
 pub struct ControllerChannel {
     broker_id: i32,
-    /// `host:port` of the broker's listener.
-    address: String,
-    controller_id: i32,
-    connection: Option<TcpStream>,
-    correlation_id: i32,
+    /// Taken by the request in flight and given back with its answer.
+    client: Option<BrokerClient>,
 }
 
 impl ControllerChannel {
     pub fn new(broker_id: i32, address: String, controller_id: i32) -> ControllerChannel {
         ControllerChannel {
             broker_id,
-            address,
-            controller_id,
-            connection: None,
-            correlation_id: 0,
+            client: Some(BrokerClient::new(
+                address,
+                format!("controller-{controller_id}"),
+                IO_TIMEOUT,
+                MAX_RESPONSE_BYTES,
+            )),
         }
     }
 }
@@ -93,26 +88,28 @@ impl Handler<Deliver> for ControllerChannel {
     type Result = AtomicResponse<Self, Result<ControlAnswer, ChannelError>>;
 
     fn handle(&mut self, msg: Deliver, _ctx: &mut Context<Self>) -> Self::Result {
-        // One request at a time, in order: the connection moves into the
-        // future and comes back with the answer.
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        let correlation_id = self.correlation_id;
-        let connection = self.connection.take();
-        let address = self.address.clone();
+        // One request at a time, in order (`AtomicResponse`): the client
+        // moves into the future and comes back with the answer.
         let broker_id = self.broker_id;
-        let client_id = format!("controller-{}", self.controller_id);
+        let client = self.client.take();
         AtomicResponse::new(Box::pin(
-            deliver(
-                connection,
-                address,
-                broker_id,
-                client_id,
-                correlation_id,
-                msg.0,
-            )
+            async move {
+                let Some(mut client) = client else {
+                    let error = ChannelError::Undeliverable {
+                        broker_id,
+                        address: String::new(),
+                        reason: "the channel lost its client".into(),
+                    };
+                    return (None, Err(error));
+                };
+                let result = deliver(&mut client, broker_id, msg.0).await;
+                (Some(client), result)
+            }
             .into_actor(self)
-            .map(|(connection, result), actor, _ctx| {
-                actor.connection = connection;
+            .map(|(client, result), actor, _ctx| {
+                if client.is_some() {
+                    actor.client = client;
+                }
                 result
             }),
         ))
@@ -120,113 +117,49 @@ impl Handler<Deliver> for ControllerChannel {
 }
 
 async fn deliver(
-    mut connection: Option<TcpStream>,
-    address: String,
+    client: &mut BrokerClient,
     broker_id: i32,
-    client_id: String,
-    correlation_id: i32,
     request: ControlRequest,
-) -> (Option<TcpStream>, Result<ControlAnswer, ChannelError>) {
-    let (api, version) = match &request {
-        ControlRequest::LeaderAndIsr(_) => (ApiKey::LeaderAndIsr, LEADER_AND_ISR_VERSION),
-        ControlRequest::UpdateMetadata(_) => (ApiKey::UpdateMetadata, UPDATE_METADATA_VERSION),
-        ControlRequest::StopReplica(_) => (ApiKey::StopReplica, STOP_REPLICA_VERSION),
-    };
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_string(client_id)));
-    let encoded = match &request {
-        ControlRequest::LeaderAndIsr(r) => encode_request(&header, api, r),
-        ControlRequest::UpdateMetadata(r) => encode_request(&header, api, r),
-        ControlRequest::StopReplica(r) => encode_request(&header, api, r),
-    };
-    let undeliverable = |reason: String| ChannelError::Undeliverable {
-        broker_id,
-        address: address.clone(),
-        reason,
-    };
-    let frame = match encoded {
-        Ok(frame) => frame.freeze(),
-        Err(e) => return (connection, Err(undeliverable(e.to_string()))),
-    };
+) -> Result<ControlAnswer, ChannelError> {
     let mut last_error = String::new();
     for attempt in 0..DELIVERY_ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(BACKOFF).await;
         }
-        let mut stream = match connection.take() {
-            Some(stream) => stream,
-            None => match tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(&address)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => {
-                    last_error = e.to_string();
-                    continue;
-                }
-                Err(_) => {
-                    last_error = "connect timed out".to_owned();
-                    continue;
-                }
-            },
+        let answer = match &request {
+            ControlRequest::LeaderAndIsr(r) => client
+                .call::<_, LeaderAndIsrResponse>(ApiKey::LeaderAndIsr, LEADER_AND_ISR_VERSION, r)
+                .await
+                .map(|r| r.error_code),
+            ControlRequest::UpdateMetadata(r) => client
+                .call::<_, UpdateMetadataResponse>(
+                    ApiKey::UpdateMetadata,
+                    UPDATE_METADATA_VERSION,
+                    r,
+                )
+                .await
+                .map(|r| r.error_code),
+            ControlRequest::StopReplica(r) => client
+                .call::<_, StopReplicaResponse>(ApiKey::StopReplica, STOP_REPLICA_VERSION, r)
+                .await
+                .map(|r| r.error_code),
         };
-        match tokio::time::timeout(IO_TIMEOUT, exchange(&mut stream, &frame)).await {
-            Ok(Ok(body)) => {
-                let answer = decode_answer(api, version, correlation_id, body);
-                return match answer {
-                    Ok(answer) => (Some(stream), Ok(answer)),
-                    Err(reason) => (None, Err(undeliverable(reason))),
-                };
+        match answer {
+            Ok(error_code) => return Ok(ControlAnswer { error_code }),
+            // The broker answered nonsense: sending it again will not help.
+            Err(e @ ClientError::Decode { .. }) => {
+                return Err(ChannelError::Undeliverable {
+                    broker_id,
+                    address: client.address().to_owned(),
+                    reason: e.to_string(),
+                })
             }
-            Ok(Err(e)) => last_error = e.to_string(),
-            Err(_) => last_error = "no answer in time".to_owned(),
+            Err(e) => last_error = e.to_string(),
         }
     }
-    (
-        None,
-        Err(undeliverable(format!(
-            "{api:?} not delivered after {DELIVERY_ATTEMPTS} attempts: {last_error}"
-        ))),
-    )
-}
-
-/// Writes one frame and reads the response frame.
-async fn exchange(stream: &mut TcpStream, frame: &Bytes) -> std::io::Result<Bytes> {
-    stream.write_all(frame).await?;
-    let size = stream.read_i32().await?;
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|&s| s <= MAX_RESPONSE_BYTES)
-        .ok_or_else(|| std::io::Error::other(format!("response size {size} out of range")))?;
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body).await?;
-    Ok(Bytes::from(body))
-}
-
-fn decode_answer(
-    api: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    mut body: Bytes,
-) -> Result<ControlAnswer, String> {
-    let header = ResponseHeader::decode(&mut body, api.response_header_version(version))
-        .map_err(|e| format!("response header: {e}"))?;
-    if header.correlation_id != correlation_id {
-        return Err(format!(
-            "correlation id {} answers request {correlation_id}",
-            header.correlation_id
-        ));
-    }
-    let error_code = match api {
-        ApiKey::LeaderAndIsr => LeaderAndIsrResponse::decode(&mut body, version)
-            .map(|r| r.error_code)
-            .map_err(|e| e.to_string())?,
-        ApiKey::UpdateMetadata => UpdateMetadataResponse::decode(&mut body, version)
-            .map(|r| r.error_code)
-            .map_err(|e| e.to_string())?,
-        _ => StopReplicaResponse::decode(&mut body, version)
-            .map(|r| r.error_code)
-            .map_err(|e| e.to_string())?,
-    };
-    Ok(ControlAnswer { error_code })
+    Err(ChannelError::Undeliverable {
+        broker_id,
+        address: client.address().to_owned(),
+        reason: format!("not delivered after {DELIVERY_ATTEMPTS} attempts: {last_error}"),
+    })
 }

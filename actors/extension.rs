@@ -26,7 +26,7 @@ use crate::actors::consumer_group::{CommitOffsets, ConsumerGroup, FetchOffsets};
 use crate::actors::controller::{Controller, CreateTopic, TopicError};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
-use crate::actors::partition::{AppendRecords, GetState, PartitionRegistry, ReadRecords};
+use crate::actors::partition::{Acks, AppendRecords, GetState, PartitionRegistry, ReadRecords};
 use crate::actors::pool::ActorPool;
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::clock::SharedClock;
@@ -231,7 +231,14 @@ impl ExtensionContext {
             .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
         let batch = encode_batch(records, self.clock.now_ms())
             .map_err(|e| ExtensionError::Records(e.to_string()))?;
-        match handle.addr.send(AppendRecords { records: batch }).await {
+        match handle
+            .addr
+            .send(AppendRecords {
+                records: batch,
+                acks: Acks::Leader,
+            })
+            .await
+        {
             Ok(Ok((info, _))) => Ok(info.first_offset),
             Ok(Err(e)) => Err(ExtensionError::Kafka {
                 what: "produce",
@@ -272,10 +279,7 @@ impl ExtensionContext {
             .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
         let read = handle
             .addr
-            .send(ReadRecords {
-                offset,
-                max_bytes: READ_MAX_BYTES,
-            })
+            .send(ReadRecords::committed(offset, READ_MAX_BYTES))
             .await
             .map_err(|_| ExtensionError::Stopped)?
             .map_err(|e| ExtensionError::Kafka {

@@ -22,4 +22,5 @@ pub mod group_coordinator;
 pub mod log;
 pub mod partition;
 pub mod pool;
+pub mod replica_fetcher;
 pub mod supervisor;

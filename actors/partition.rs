@@ -1,10 +1,20 @@
-//! A partition actor: one per partition this broker leads. It owns the
-//! partition's offsets as the protocol sees them: log end offset, high
-//! watermark (equal to the log end offset until replication exists) and log
-//! start offset. Produce and fetch for the partition go through it; it
-//! persists by sending to its log shard directly (a `ShardLink` from the
-//! shared log actor) and announces every new high watermark on a `watch`
-//! channel, which is how parked fetches wake up.
+//! A partition actor: one per partition replica on this broker, leader or
+//! follower. It owns the partition's offsets as the protocol sees them: log
+//! end offset, high watermark and log start offset; as leader, what it knows
+//! of its followers (`replication::LeaderState`: their log end offsets, the
+//! ISR, the high watermark rule) and the acks=all produces waiting for the
+//! ISR (its purgatory). It persists by sending to its log shard directly (a
+//! `ShardLink` from the shared log actor) and announces every new high
+//! watermark and log end offset on `watch` channels, which is how parked
+//! consumer and replica fetches wake up.
+//!
+//! As leader it answers produces, consumer fetches (never above the high
+//! watermark) and replica fetches (up to the log end offset, recording the
+//! follower's position); it shrinks the ISR when a follower lags longer than
+//! `replica.lag.time.max.ms` and grows it when one catches up, each change
+//! written to the partition state znode conditionally on its version, with a
+//! `/isr_change_notification` for the controller. As follower it only takes
+//! what its replica fetcher copies from the leader.
 //!
 //! It runs under the common supervisor (`actors/supervisor.rs`): a panic or
 //! an error stop restarts it after a backoff, and it rebuilds its offsets
@@ -13,13 +23,21 @@
 //! offline with a disk fault, it asks again before each request and comes
 //! back by itself once the log actor has reopened the log.
 //!
-//! It never touches a file, and never serves records above the high
-//! watermark to consumers.
+//! It never touches a file, never elects a leader (the controller does),
+//! and never acknowledges an acks=all produce before every ISR member has it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
+use crate::clock::SharedClock;
+use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPartitionStateZNode};
+use crate::metadata::MetadataStore;
+use crate::replication::{LeaderState, ReplicationError};
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
@@ -30,6 +48,10 @@ use super::log::{
 };
 use super::pool::ActorPool;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
+
+/// The most acks=all produces one partition keeps waiting; past it a
+/// produce is written but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND at once.
+const PURGATORY_CAPACITY: usize = 10_000;
 
 /// A partition's offsets, as the partition actor last knew them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,19 +66,84 @@ impl PartitionState {
         PartitionState {
             log_start_offset: offsets.log_start_offset,
             log_end_offset: offsets.log_end_offset,
-            // Single replica: everything written is committed.
-            high_watermark: offsets.log_end_offset,
+            high_watermark: offsets
+                .high_watermark
+                .clamp(offsets.log_start_offset, offsets.log_end_offset),
         }
     }
 }
 
-/// Where to reach a partition: its actor, its high watermark feed, and its
-/// supervision record.
+/// Who leads a partition and who is in sync, as the controller decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionAssignment {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub replicas: Vec<i32>,
+    /// The partition state znode's version (LeaderAndIsr's `partition_epoch`).
+    pub zk_version: i32,
+    pub controller_epoch: i32,
+}
+
+impl PartitionAssignment {
+    /// A partition with one replica, this broker (embedded mode, tests).
+    pub fn sole_replica(broker_id: i32) -> PartitionAssignment {
+        PartitionAssignment {
+            leader: broker_id,
+            leader_epoch: 0,
+            isr: vec![broker_id],
+            replicas: vec![broker_id],
+            zk_version: 0,
+            controller_epoch: 0,
+        }
+    }
+}
+
+/// What a partition actor needs besides its log: who it is, where the
+/// partition state lives, and its replication settings.
+#[derive(Clone)]
+pub struct ReplicaContext {
+    pub broker_id: i32,
+    pub store: Option<Arc<dyn MetadataStore>>,
+    pub clock: SharedClock,
+    pub replica_lag_time_max_ms: i64,
+    pub high_watermark_checkpoint_interval_ms: u64,
+}
+
+impl ReplicaContext {
+    /// A lone broker's replicas: no metadata store to write ISRs to (an
+    /// embedder's or a test's partition actor).
+    pub fn standalone(broker_id: i32, clock: SharedClock) -> ReplicaContext {
+        ReplicaContext {
+            broker_id,
+            store: None,
+            clock,
+            replica_lag_time_max_ms: 30_000,
+            high_watermark_checkpoint_interval_ms: 5_000,
+        }
+    }
+}
+
+/// Where to reach a partition: its actor, its high watermark and log end
+/// offset feeds, and its supervision record.
 #[derive(Clone)]
 pub struct PartitionHandle {
     pub addr: Addr<PartitionActor>,
     pub high_watermark: watch::Receiver<i64>,
+    pub log_end_offset: watch::Receiver<i64>,
     pub supervision: SupervisorLink,
+}
+
+enum Role {
+    Leader(LeaderState),
+    Follower { leader: i32, leader_epoch: i32 },
+}
+
+/// An acks=all produce waiting for the ISR to reach `required_offset`.
+struct PendingAck {
+    required_offset: i64,
+    min_insync_replicas: usize,
+    reply: oneshot::Sender<Result<(), ReplicationError>>,
 }
 
 pub struct PartitionActor {
@@ -64,6 +151,7 @@ pub struct PartitionActor {
     shard: ShardLink,
     state: PartitionState,
     high_watermark: watch::Sender<i64>,
+    log_end_offset: watch::Sender<i64>,
     link: SupervisorLink,
     /// Why the partition no longer serves, once its restart budget is spent
     /// or it was stopped.
@@ -72,6 +160,19 @@ pub struct PartitionActor {
     /// before serving, the log actor may have reopened it.
     log_offline: bool,
     events: EventBus,
+    replica: ReplicaContext,
+    role: Role,
+    /// The epoch and ISR as assigned, for a restart to take up again.
+    assignment: PartitionAssignment,
+    purgatory: Vec<PendingAck>,
+    /// Appends above the high watermark: (their end offset, their bytes),
+    /// so HighWatermarkAdvanced can say what became committed.
+    uncommitted: VecDeque<(i64, u64)>,
+    /// The high watermark the shard last heard (for its checkpoint).
+    reported_high_watermark: i64,
+    /// An ISR write was refused for a stale znode version: wait for the
+    /// controller's next LeaderAndIsr instead of retrying.
+    isr_fenced: bool,
 }
 
 impl PartitionActor {
@@ -82,24 +183,40 @@ impl PartitionActor {
         shard: ShardLink,
         offsets: LogOffsets,
         events: EventBus,
+        replica: ReplicaContext,
+        assignment: PartitionAssignment,
         arbiter: Option<&ArbiterHandle>,
     ) -> PartitionHandle {
-        let (sender, receiver) = watch::channel(offsets.log_end_offset);
+        let state = PartitionState::from_log(offsets);
+        let (high_watermark, high_watermark_feed) = watch::channel(state.high_watermark);
+        let (log_end_offset, log_end_offset_feed) = watch::channel(state.log_end_offset);
         let link = SupervisorLink::default();
         let spec = ChildSpec::new(format!("partition {tp}"), Escalation::Degrade);
         let actor = PartitionActor {
             tp,
             shard,
-            state: PartitionState::from_log(offsets),
-            high_watermark: sender,
+            state,
+            high_watermark,
+            log_end_offset,
             link: link.clone(),
             offline: None,
             log_offline: false,
             events,
+            role: Role::Follower {
+                leader: -1,
+                leader_epoch: -1,
+            },
+            reported_high_watermark: offsets.high_watermark,
+            replica,
+            assignment,
+            purgatory: Vec::new(),
+            uncommitted: VecDeque::new(),
+            isr_fenced: false,
         };
         PartitionHandle {
             addr: supervise(arbiter, spec, link.clone(), move |_| actor),
-            high_watermark: receiver,
+            high_watermark: high_watermark_feed,
+            log_end_offset: log_end_offset_feed,
             supervision: link,
         }
     }
@@ -113,25 +230,115 @@ impl PartitionActor {
             })
     }
 
-    fn advance(&mut self, log_end_offset: i64, log_start_offset: i64) {
-        self.state.log_end_offset = self.state.log_end_offset.max(log_end_offset);
-        self.state.log_start_offset = self.state.log_start_offset.max(log_start_offset);
-        // Single replica: everything written is committed.
-        if self.state.log_end_offset > self.state.high_watermark {
-            self.state.high_watermark = self.state.log_end_offset;
-            self.high_watermark.send_replace(self.state.high_watermark);
+    fn leader_epoch(&self) -> i32 {
+        match &self.role {
+            Role::Leader(leader) => leader.leader_epoch,
+            Role::Follower { leader_epoch, .. } => *leader_epoch,
         }
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.replica.clock.now_ms()
+    }
+
+    /// Serving as leader, for a request carrying `current_leader_epoch`.
+    fn check_leader(&self, current_leader_epoch: i32) -> Result<(), LogActorError> {
+        if let Some(e) = self.offline_error() {
+            return Err(e);
+        }
+        match &self.role {
+            Role::Leader(leader) => {
+                ReplicationError::check_epoch(current_leader_epoch, leader.leader_epoch)?;
+                Ok(())
+            }
+            Role::Follower { .. } => Err(ReplicationError::NotLeaderOrFollower.into()),
+        }
+    }
+
+    fn set_log_end_offset(&mut self, log_end_offset: i64) {
+        if log_end_offset != self.state.log_end_offset {
+            self.state.log_end_offset = log_end_offset;
+            self.log_end_offset.send_replace(log_end_offset);
+        }
+    }
+
+    fn set_high_watermark(&mut self, high_watermark: i64) {
+        if high_watermark != self.state.high_watermark {
+            self.state.high_watermark = high_watermark;
+            self.high_watermark.send_replace(high_watermark);
+        }
+    }
+
+    /// As leader: move the high watermark to what the ISR has, answer the
+    /// produces that waited for it, and say what became committed.
+    fn maybe_advance_high_watermark(&mut self) {
+        let Role::Leader(leader) = &self.role else {
+            return;
+        };
+        let candidate = leader
+            .high_watermark(self.state.log_end_offset)
+            .min(self.state.log_end_offset);
+        let isr_size = leader.isr.len();
+        let before = self.state.high_watermark;
+        if candidate > before {
+            self.set_high_watermark(candidate);
+            let mut bytes = 0;
+            while let Some(&(end, size)) = self.uncommitted.front() {
+                if end > candidate {
+                    break;
+                }
+                bytes += size;
+                self.uncommitted.pop_front();
+            }
+            self.events.publish(BrokerEvent::HighWatermarkAdvanced {
+                tp: self.tp.clone(),
+                high_watermark: candidate,
+                records: candidate - before,
+                bytes,
+            });
+        }
+        let high_watermark = self.state.high_watermark;
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.purgatory)
+            .into_iter()
+            .filter(|p| !p.reply.is_closed())
+            .partition(|p| p.required_offset <= high_watermark);
+        self.purgatory = waiting;
+        for pending in done {
+            let answer = if isr_size < pending.min_insync_replicas {
+                Err(ReplicationError::NotEnoughReplicasAfterAppend)
+            } else {
+                Ok(())
+            };
+            let _ = pending.reply.send(answer);
+        }
+    }
+
+    /// Leadership went: every waiting produce learns it.
+    fn fail_purgatory(&mut self) {
+        for pending in self.purgatory.drain(..) {
+            let _ = pending
+                .reply
+                .send(Err(ReplicationError::NotLeaderOrFollower));
+        }
+        self.uncommitted.clear();
     }
 
     fn note_log_start(&mut self, log_start_offset: i64) {
         self.state.log_start_offset = self.state.log_start_offset.max(log_start_offset);
     }
 
-    /// Take the log's offsets as the truth (after a restart or a reopen:
-    /// recovery may have cut the log back).
+    /// Take the log's offsets as the truth (after a restart, a reopen or a
+    /// truncation: the log may have been cut back).
     fn reset(&mut self, offsets: LogOffsets) {
-        self.state = PartitionState::from_log(offsets);
-        self.high_watermark.send_replace(offsets.log_end_offset);
+        let high_watermark = self
+            .state
+            .high_watermark
+            .min(offsets.log_end_offset)
+            .max(offsets.log_start_offset);
+        self.state.log_start_offset = offsets.log_start_offset;
+        self.set_log_end_offset(offsets.log_end_offset);
+        self.set_high_watermark(high_watermark);
+        self.maybe_advance_high_watermark();
     }
 
     /// Enqueue `msg` at the shard in the order this actor handles its
@@ -191,6 +398,179 @@ impl PartitionActor {
                 }),
         );
     }
+
+    /// Take up `assignment`: lead (recording the new epoch in the log
+    /// first, so every append of this epoch carries it) or follow.
+    fn apply_assignment(&mut self, assignment: PartitionAssignment, ctx: &mut Context<Self>) {
+        let was_leader = matches!(self.role, Role::Leader(_));
+        self.assignment = assignment.clone();
+        self.isr_fenced = false;
+        if assignment.leader != self.replica.broker_id {
+            if was_leader {
+                self.fail_purgatory();
+            }
+            self.role = Role::Follower {
+                leader: assignment.leader,
+                leader_epoch: assignment.leader_epoch,
+            };
+            return;
+        }
+        let leader = LeaderState::new(
+            self.replica.broker_id,
+            assignment.leader_epoch,
+            &assignment.isr,
+            &assignment.replicas,
+            assignment.zk_version,
+            self.state.log_end_offset,
+            self.now_ms(),
+        );
+        self.role = Role::Leader(leader);
+        let shard = self.shard.clone();
+        let assign = log_actor::AssignLeaderEpoch {
+            tp: self.tp.clone(),
+            epoch: assignment.leader_epoch,
+        };
+        // Nothing is appended before the epoch is on disk.
+        ctx.wait(
+            async move { shard.send(assign).await }
+                .into_actor(self)
+                .map(|result, actor, _ctx| {
+                    actor.observe(&result);
+                    match result {
+                        Ok(offsets) => {
+                            actor.set_log_end_offset(offsets.log_end_offset);
+                            actor.maybe_advance_high_watermark();
+                        }
+                        Err(e) => log::error!(
+                            "partition {}: recording leader epoch failed: {e}",
+                            actor.tp
+                        ),
+                    }
+                }),
+        );
+    }
+
+    /// As leader: write `isr` to the partition state znode (conditionally
+    /// on its version) and leave a notification for the controller.
+    fn change_isr(&mut self, isr: std::collections::BTreeSet<i32>, ctx: &mut Context<Self>) {
+        let Some(store) = self.replica.store.clone() else {
+            return;
+        };
+        let Role::Leader(leader) = &mut self.role else {
+            return;
+        };
+        if self.isr_fenced || leader.pending_isr.is_some() {
+            return;
+        }
+        leader.pending_isr = Some(isr.clone());
+        let state = LeaderAndIsr {
+            leader: self.replica.broker_id,
+            leader_epoch: leader.leader_epoch,
+            isr: isr.iter().copied().collect(),
+            controller_epoch: self.assignment.controller_epoch,
+        };
+        let epoch = leader.leader_epoch;
+        let version = leader.zk_version;
+        let tp = self.tp.clone();
+        ctx.spawn(
+            async move {
+                let written = store
+                    .set(
+                        &TopicPartitionStateZNode::path(&tp),
+                        TopicPartitionStateZNode::encode(&state),
+                        Some(version),
+                    )
+                    .await;
+                if written.is_ok() {
+                    let notice = IsrChangeNotificationZNode::encode(std::slice::from_ref(&tp));
+                    if let Err(e) = store
+                        .create_sequential(IsrChangeNotificationZNode::PREFIX, notice)
+                        .await
+                    {
+                        log::warn!("partition {tp}: the ISR change notification failed: {e}");
+                    }
+                }
+                written
+            }
+            .into_actor(self)
+            .map(move |written, actor, _ctx| {
+                let Role::Leader(leader) = &mut actor.role else {
+                    return;
+                };
+                if leader.leader_epoch != epoch {
+                    return;
+                }
+                leader.pending_isr = None;
+                match written {
+                    Ok(stat) => {
+                        log::info!(
+                            "partition {}: ISR {:?} -> {:?}",
+                            actor.tp,
+                            leader.isr,
+                            isr
+                        );
+                        leader.isr = isr;
+                        leader.zk_version = stat.version;
+                        actor.maybe_advance_high_watermark();
+                    }
+                    Err(e) => {
+                        log::warn!(
+                            "partition {}: writing ISR {isr:?} failed ({e}); waiting for the controller",
+                            actor.tp
+                        );
+                        actor.isr_fenced = true;
+                    }
+                }
+            }),
+        );
+    }
+
+    /// The periodic checks: shrink the ISR, drop timed-out produces, report
+    /// the high watermark for the checkpoint.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        self.purgatory.retain(|p| !p.reply.is_closed());
+        let now = self.now_ms();
+        let shrunk = match &self.role {
+            Role::Leader(leader) => leader.shrink(now, self.replica.replica_lag_time_max_ms),
+            Role::Follower { .. } => None,
+        };
+        if let Some(isr) = shrunk {
+            log::info!(
+                "partition {}: shrinking the ISR to {isr:?} (followers lag more than {} ms)",
+                self.tp,
+                self.replica.replica_lag_time_max_ms
+            );
+            self.change_isr(isr, ctx);
+        }
+    }
+
+    fn report_high_watermark(&mut self) {
+        if self.state.high_watermark == self.reported_high_watermark || self.log_offline {
+            return;
+        }
+        let high_watermark = self.state.high_watermark;
+        self.reported_high_watermark = high_watermark;
+        let report = log_actor::SetHighWatermark {
+            tp: self.tp.clone(),
+            high_watermark,
+        };
+        // Enqueued at the shard now, its answer awaited apart from this
+        // actor (actix drops a message whose answer nobody awaits), so a
+        // report made while stopping still lands before the close.
+        match self.shard.try_dispatch(report) {
+            Ok(reply) => {
+                actix_rt::spawn(async move {
+                    let _ = reply.await;
+                });
+            }
+            Err(report) => {
+                let shard = self.shard.clone();
+                actix_rt::spawn(async move {
+                    let _ = shard.send(report).await;
+                });
+            }
+        }
+    }
 }
 
 impl Actor for PartitionActor {
@@ -198,6 +578,14 @@ impl Actor for PartitionActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
+        let assignment = self.assignment.clone();
+        self.apply_assignment(assignment, ctx);
+        let lag = self.replica.replica_lag_time_max_ms.max(2) as u64;
+        ctx.run_interval(Duration::from_millis(lag / 2), |actor, ctx| actor.tick(ctx));
+        ctx.run_interval(
+            Duration::from_millis(self.replica.high_watermark_checkpoint_interval_ms.max(10)),
+            |actor, _ctx| actor.report_high_watermark(),
+        );
         log::debug!("partition {} is online at {:?}", self.tp, self.state);
     }
 }
@@ -245,11 +633,24 @@ impl Handler<Restart> for PartitionActor {
     }
 }
 
-/// Append a producer's records (acks 0, 1 or all: all behaves as 1 until
-/// replication exists).
+/// How many replicas must have a produce before it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// acks=0 or 1: the leader's log.
+    Leader,
+    /// acks=all: every ISR member, with at least `min_insync_replicas` in
+    /// the ISR, within `timeout`.
+    All {
+        min_insync_replicas: usize,
+        timeout: Duration,
+    },
+}
+
+/// Append a producer's records as leader.
 #[derive(Debug)]
 pub struct AppendRecords {
     pub records: Bytes,
+    pub acks: Acks,
 }
 
 impl Message for AppendRecords {
@@ -261,12 +662,29 @@ impl Handler<AppendRecords> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<(AppendInfo, i64), LogActorError>>;
 
     fn handle(&mut self, msg: AppendRecords, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(e) = self.offline_error() {
+        if let Err(e) = self.check_leader(-1) {
             return Box::pin(fut::ready(Err(e)));
+        }
+        if let (
+            Acks::All {
+                min_insync_replicas,
+                ..
+            },
+            Role::Leader(leader),
+        ) = (msg.acks, &self.role)
+        {
+            if leader.isr.len() < min_insync_replicas {
+                return Box::pin(fut::ready(Err(ReplicationError::NotEnoughReplicas {
+                    isr: leader.isr.len(),
+                    min: min_insync_replicas,
+                }
+                .into())));
+            }
         }
         fail::fail_point!(&format!("partition.append.{}", self.tp));
         self.ensure_log_online(ctx);
         let bytes = msg.records.len() as u64;
+        let acks = msg.acks;
         let append = self.dispatch(
             log_actor::Append {
                 tp: self.tp.clone(),
@@ -274,21 +692,56 @@ impl Handler<AppendRecords> for PartitionActor {
             },
             ctx,
         );
-        Box::pin(append.into_actor(self).map(move |result, actor, _ctx| {
-            actor.observe(&result);
-            let info = result?;
-            let before = actor.state.high_watermark;
-            actor.advance(info.log_end_offset, actor.state.log_start_offset);
-            if actor.state.high_watermark > before {
-                actor.events.publish(BrokerEvent::HighWatermarkAdvanced {
-                    tp: actor.tp.clone(),
-                    high_watermark: actor.state.high_watermark,
-                    records: info.record_count as i64,
-                    bytes,
-                });
-            }
-            Ok((info, actor.state.log_start_offset))
-        }))
+        Box::pin(
+            append
+                .into_actor(self)
+                .map(move |result, actor, _ctx| {
+                    actor.observe(&result);
+                    let info = result?;
+                    actor.uncommitted.push_back((info.log_end_offset, bytes));
+                    actor.set_log_end_offset(info.log_end_offset.max(actor.state.log_end_offset));
+                    actor.maybe_advance_high_watermark();
+                    let log_start = actor.state.log_start_offset;
+                    let Acks::All {
+                        min_insync_replicas,
+                        timeout,
+                    } = acks
+                    else {
+                        return Ok((info, log_start, None));
+                    };
+                    let (reply, confirmed) = oneshot::channel();
+                    let pending = PendingAck {
+                        required_offset: info.last_offset + 1,
+                        min_insync_replicas,
+                        reply,
+                    };
+                    if actor.purgatory.len() >= PURGATORY_CAPACITY {
+                        let _ = pending
+                            .reply
+                            .send(Err(ReplicationError::NotEnoughReplicasAfterAppend));
+                    } else {
+                        actor.purgatory.push(pending);
+                        // Already committed (an ISR of one): answered now.
+                        actor.maybe_advance_high_watermark();
+                    }
+                    Ok((info, log_start, Some((confirmed, timeout))))
+                })
+                .then(|result: Result<_, LogActorError>, _actor, _ctx| {
+                    fut::wrap_future(async move {
+                        let (info, log_start, wait) = result?;
+                        if let Some((confirmed, timeout)) = wait {
+                            match tokio::time::timeout(timeout, confirmed).await {
+                                Ok(Ok(answer)) => answer?,
+                                Ok(Err(_)) => {
+                                    return Err(ReplicationError::NotLeaderOrFollower.into())
+                                }
+                                Err(_) => return Err(ReplicationError::RequestTimedOut.into()),
+                            }
+                        }
+                        Ok((info, log_start))
+                    })
+                }),
+        )
     }
 }
 
@@ -298,6 +751,25 @@ impl Handler<AppendRecords> for PartitionActor {
 pub struct ReadRecords {
     pub offset: i64,
     pub max_bytes: u64,
+    /// The leader epoch the client believes in (-1: unchecked).
+    pub current_leader_epoch: i32,
+    /// Read past the high watermark, to the log end (a new coordinator
+    /// loading its groups: acknowledged commits may lie above a new
+    /// leader's high watermark until its followers fetch again, and Kafka
+    /// loads them to the log end too).
+    pub to_log_end: bool,
+}
+
+impl ReadRecords {
+    /// Committed records only, as consumers see them.
+    pub fn committed(offset: i64, max_bytes: u64) -> ReadRecords {
+        ReadRecords {
+            offset,
+            max_bytes,
+            current_leader_epoch: -1,
+            to_log_end: false,
+        }
+    }
 }
 
 /// The read and the partition's offsets at the time of the read.
@@ -315,11 +787,24 @@ impl Handler<ReadRecords> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
 
     fn handle(&mut self, msg: ReadRecords, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(e) = self.offline_error() {
+        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
             return Box::pin(fut::ready(Err(e)));
         }
         fail::fail_point!(&format!("partition.read.{}", self.tp));
         self.ensure_log_online(ctx);
+        self.read(msg.offset, msg.max_bytes, !msg.to_log_end)
+    }
+}
+
+impl PartitionActor {
+    /// Read from the shard once any pending reopen is done; consumers stop
+    /// at the high watermark, followers at the log end.
+    fn read(
+        &mut self,
+        offset: i64,
+        max_bytes: u64,
+        committed_only: bool,
+    ) -> ResponseActFuture<Self, Result<PartitionRead, LogActorError>> {
         let shard = self.shard.clone();
         let tp = self.tp.clone();
         Box::pin(
@@ -329,9 +814,9 @@ impl Handler<ReadRecords> for PartitionActor {
                     let state = actor.state;
                     let read = log_actor::Read {
                         tp,
-                        offset: msg.offset,
-                        max_bytes: msg.max_bytes,
-                        max_offset: Some(state.high_watermark),
+                        offset,
+                        max_bytes,
+                        max_offset: committed_only.then_some(state.high_watermark),
                     };
                     fut::wrap_future(async move { (shard.send(read).await, state) })
                 })
@@ -345,6 +830,261 @@ impl Handler<ReadRecords> for PartitionActor {
                     Ok(PartitionRead { read, state })
                 }),
         )
+    }
+}
+
+/// A follower's fetch (Fetch with `replica_id` set): records its position,
+/// which may move the ISR and the high watermark, then reads up to the log
+/// end offset.
+#[derive(Debug)]
+pub struct ReplicaFetch {
+    pub replica_id: i32,
+    pub offset: i64,
+    pub max_bytes: u64,
+    pub current_leader_epoch: i32,
+}
+
+impl Message for ReplicaFetch {
+    type Result = Result<PartitionRead, LogActorError>;
+}
+
+impl Handler<ReplicaFetch> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
+
+    fn handle(&mut self, msg: ReplicaFetch, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let now = self.now_ms();
+        let log_end_offset = self.state.log_end_offset;
+        let high_watermark = self.state.high_watermark;
+        let grown = match &mut self.role {
+            Role::Leader(leader) if leader.is_replica(msg.replica_id) => leader.record_fetch(
+                msg.replica_id,
+                msg.offset.min(log_end_offset),
+                log_end_offset,
+                high_watermark,
+                now,
+            ),
+            Role::Leader(_) => {
+                log::warn!(
+                    "partition {}: broker {} fetched as a replica but is not one",
+                    self.tp,
+                    msg.replica_id
+                );
+                return Box::pin(fut::ready(
+                    Err(ReplicationError::NotLeaderOrFollower.into()),
+                ));
+            }
+            Role::Follower { .. } => None,
+        };
+        if let Some(isr) = grown {
+            log::info!(
+                "partition {}: broker {} caught up; growing the ISR to {isr:?}",
+                self.tp,
+                msg.replica_id
+            );
+            self.change_isr(isr, ctx);
+        }
+        self.maybe_advance_high_watermark();
+        self.ensure_log_online(ctx);
+        self.read(msg.offset, msg.max_bytes, false)
+    }
+}
+
+/// Take up a new assignment from the controller. Refused when its leader
+/// epoch is older than the one in force (a stale controller's).
+#[derive(Debug)]
+pub struct ApplyAssignment(pub PartitionAssignment);
+
+impl Message for ApplyAssignment {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<ApplyAssignment> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+
+    fn handle(&mut self, msg: ApplyAssignment, ctx: &mut Context<Self>) -> Self::Result {
+        let current = self.leader_epoch();
+        if msg.0.leader_epoch < current {
+            return Box::pin(fut::ready(Err(ReplicationError::FencedLeaderEpoch {
+                requested: msg.0.leader_epoch,
+                current,
+            }
+            .into())));
+        }
+        self.apply_assignment(msg.0, ctx);
+        let offsets = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        Box::pin(offsets.into_actor(self))
+    }
+}
+
+/// As follower: append what the replica fetcher copied from the leader,
+/// and take the leader's high watermark (never above this log's end).
+#[derive(Debug)]
+pub struct AppendAsFollower {
+    pub records: Bytes,
+    pub leader_epoch: i32,
+    pub leader_high_watermark: i64,
+    pub leader_log_start_offset: i64,
+}
+
+impl Message for AppendAsFollower {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<AppendAsFollower> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+
+    fn handle(&mut self, msg: AppendAsFollower, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(e) = self.offline_error() {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        match self.role {
+            Role::Follower { leader_epoch, .. } if leader_epoch == msg.leader_epoch => {}
+            _ => {
+                return Box::pin(fut::ready(
+                    Err(ReplicationError::NotLeaderOrFollower.into()),
+                ))
+            }
+        }
+        self.ensure_log_online(ctx);
+        // The shard keeps it at most the log end offset after the append.
+        let append = self.dispatch(
+            log_actor::AppendAsFollower {
+                tp: self.tp.clone(),
+                records: msg.records,
+                high_watermark: msg.leader_high_watermark,
+            },
+            ctx,
+        );
+        let leader_log_start = msg.leader_log_start_offset;
+        let leader_high_watermark = msg.leader_high_watermark;
+        Box::pin(append.into_actor(self).map(move |result, actor, _ctx| {
+            actor.observe(&result);
+            let offsets = result?;
+            actor.set_log_end_offset(offsets.log_end_offset);
+            actor.set_high_watermark(leader_high_watermark.min(offsets.log_end_offset));
+            actor.note_log_start(leader_log_start.min(offsets.log_end_offset));
+            actor.reported_high_watermark = offsets.high_watermark;
+            Ok(offsets)
+        }))
+    }
+}
+
+/// As follower: cut the log at `offset` (where it diverges from the
+/// leader's), or with `start_over` replace it by an empty log starting at
+/// `offset` (the leader no longer has what it would fetch next).
+#[derive(Debug)]
+pub struct TruncateReplica {
+    pub offset: i64,
+    pub start_over: bool,
+}
+
+impl Message for TruncateReplica {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<TruncateReplica> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+
+    fn handle(&mut self, msg: TruncateReplica, ctx: &mut Context<Self>) -> Self::Result {
+        if matches!(self.role, Role::Leader(_)) {
+            return Box::pin(fut::ready(
+                Err(ReplicationError::NotLeaderOrFollower.into()),
+            ));
+        }
+        let tp = self.tp.clone();
+        let reply: ShardReply<LogOffsets> = if msg.start_over {
+            self.dispatch(
+                log_actor::TruncateFully {
+                    tp,
+                    offset: msg.offset,
+                },
+                ctx,
+            )
+        } else {
+            self.dispatch(
+                log_actor::Truncate {
+                    tp,
+                    offset: msg.offset,
+                },
+                ctx,
+            )
+        };
+        let start_over = msg.start_over;
+        Box::pin(reply.into_actor(self).map(move |result, actor, _ctx| {
+            actor.observe(&result);
+            let offsets = result?;
+            if start_over {
+                actor.state.log_start_offset = offsets.log_start_offset;
+                actor.state.high_watermark = offsets.log_end_offset;
+            }
+            actor.reset(offsets);
+            Ok(offsets)
+        }))
+    }
+}
+
+/// OffsetForLeaderEpoch: where `leader_epoch` ends in this replica's log,
+/// as `(epoch, end offset)`. `as_leader`: only a leader answers (requests
+/// from other brokers and clients); a follower asks its own log freely.
+#[derive(Debug)]
+pub struct EndOffsetForLeaderEpoch {
+    pub leader_epoch: i32,
+    pub current_leader_epoch: i32,
+    pub as_leader: bool,
+}
+
+impl Message for EndOffsetForLeaderEpoch {
+    type Result = Result<(i32, i64), LogActorError>;
+}
+
+impl Handler<EndOffsetForLeaderEpoch> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<(i32, i64), LogActorError>>;
+
+    fn handle(&mut self, msg: EndOffsetForLeaderEpoch, ctx: &mut Context<Self>) -> Self::Result {
+        if msg.as_leader {
+            if let Err(e) = self.check_leader(msg.current_leader_epoch) {
+                return Box::pin(fut::ready(Err(e)));
+            }
+        }
+        let reply = self.dispatch(
+            log_actor::EndOffsetForEpoch {
+                tp: self.tp.clone(),
+                epoch: msg.leader_epoch,
+            },
+            ctx,
+        );
+        Box::pin(reply.into_actor(self))
+    }
+}
+
+/// The log's own offsets and latest leader epoch, asked of the shard in
+/// order with this partition's other requests (a follower's fetcher).
+#[derive(Debug)]
+pub struct LocalLogOffsets;
+
+impl Message for LocalLogOffsets {
+    type Result = Result<LogOffsets, LogActorError>;
+}
+
+impl Handler<LocalLogOffsets> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+
+    fn handle(&mut self, _msg: LocalLogOffsets, ctx: &mut Context<Self>) -> Self::Result {
+        let reply = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        Box::pin(reply.into_actor(self))
     }
 }
 
@@ -380,6 +1120,48 @@ impl Handler<GetState> for PartitionActor {
     }
 }
 
+/// Whether this replica leads, and its ISR (tests, admin).
+#[derive(Debug)]
+pub struct GetReplicaState;
+
+/// A replica's role as its partition actor sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaState {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    /// As leader, the ISR in force; as follower, empty.
+    pub isr: Vec<i32>,
+    pub offsets: PartitionState,
+}
+
+impl Message for GetReplicaState {
+    type Result = ReplicaState;
+}
+
+impl Handler<GetReplicaState> for PartitionActor {
+    type Result = MessageResult<GetReplicaState>;
+
+    fn handle(&mut self, _msg: GetReplicaState, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(match &self.role {
+            Role::Leader(leader) => ReplicaState {
+                leader: self.replica.broker_id,
+                leader_epoch: leader.leader_epoch,
+                isr: leader.isr.iter().copied().collect(),
+                offsets: self.state,
+            },
+            Role::Follower {
+                leader,
+                leader_epoch,
+            } => ReplicaState {
+                leader: *leader,
+                leader_epoch: *leader_epoch,
+                isr: Vec::new(),
+                offsets: self.state,
+            },
+        })
+    }
+}
+
 /// First offset with a timestamp at or after `timestamp` (ListOffsets).
 #[derive(Debug)]
 pub struct OffsetForTimestamp {
@@ -394,7 +1176,7 @@ impl Handler<OffsetForTimestamp> for PartitionActor {
     type Result = ResponseFuture<Result<Option<(i64, i64)>, LogActorError>>;
 
     fn handle(&mut self, msg: OffsetForTimestamp, _ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(e) = self.offline_error() {
+        if let Err(e) = self.check_leader(-1) {
             return Box::pin(async move { Err(e) });
         }
         let high_watermark = self.state.high_watermark;
@@ -424,6 +1206,9 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<i64, LogActorError>>;
 
     fn handle(&mut self, msg: DeleteRecordsBefore, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(-1) {
+            return Box::pin(fut::ready(Err(e)));
+        }
         let offset = if msg.offset == -1 {
             self.state.high_watermark
         } else {
@@ -480,7 +1265,7 @@ impl Handler<UpdateConfig> for PartitionActor {
     }
 }
 
-/// Stop serving (topic deletion or shutdown).
+/// Stop serving (topic deletion, shutdown, or the replica moved away).
 #[derive(Debug)]
 pub struct StopPartition;
 
@@ -492,6 +1277,9 @@ impl Handler<StopPartition> for PartitionActor {
     type Result = ();
 
     fn handle(&mut self, _msg: StopPartition, ctx: &mut Context<Self>) {
+        self.fail_purgatory();
+        // The checkpoint written at shutdown should hold the latest.
+        self.report_high_watermark();
         self.offline = Some("the partition was stopped".into());
         self.link.stop();
         ctx.stop();
@@ -506,16 +1294,25 @@ pub struct PartitionRuntime {
     pub shards: LogShards,
     pub pool: ActorPool,
     pub events: EventBus,
+    pub replica: ReplicaContext,
 }
 
 impl PartitionRuntime {
-    /// Start `tp`'s actor on its arbiter and register it.
-    pub fn start(&self, tp: &TopicPartition, offsets: LogOffsets) -> PartitionHandle {
+    /// Start `tp`'s actor on its arbiter, in `assignment`'s role, and
+    /// register it.
+    pub fn start(
+        &self,
+        tp: &TopicPartition,
+        offsets: LogOffsets,
+        assignment: PartitionAssignment,
+    ) -> PartitionHandle {
         let handle = PartitionActor::start(
             tp.clone(),
             self.shards.for_partition(tp),
             offsets,
             self.events.clone(),
+            self.replica.clone(),
+            assignment,
             Some(&self.pool.pick(tp)),
         );
         self.registry.insert(tp.clone(), handle.clone());

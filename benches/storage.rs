@@ -322,6 +322,7 @@ fn bench_recovery(c: &mut Criterion) {
         recovery_point: 0,
         log_start_offset: 0,
         clean_shutdown: false,
+        high_watermark: 0,
     };
     group.bench_function("ferrolog_recovery", |b| {
         b.iter_custom(|iters| {

@@ -23,7 +23,7 @@ use crate::actors::event_bus::EventBus;
 use crate::actors::extension::{starter, Extension, ExtensionContext, ExtensionStarter};
 use crate::actors::group_coordinator::{CoordinatorConfig, CoordinatorDeps, GroupCoordinator};
 use crate::actors::log::{Close, GetShards, LoadedLog, LogActor, LogActorConfig, LogActorError};
-use crate::actors::partition::{PartitionRegistry, PartitionRuntime};
+use crate::actors::partition::{PartitionRegistry, PartitionRuntime, ReplicaContext};
 use crate::actors::pool::{ActorPool, ActorPoolThreads};
 use crate::actors::supervisor::{BrokerFatal, Escalation, SupervisorLink};
 use crate::api::BrokerContext;
@@ -190,6 +190,14 @@ impl BrokerBuilder {
                 shards,
                 pool: pool.clone(),
                 events: events.clone(),
+                replica: ReplicaContext {
+                    broker_id: config.broker_id.max(0),
+                    store: Some(store.clone()),
+                    clock: clock.clone(),
+                    replica_lag_time_max_ms: config.replica_lag_time_max_ms as i64,
+                    high_watermark_checkpoint_interval_ms: config
+                        .replica_high_watermark_checkpoint_interval_ms,
+                },
             },
             advertised.clone(),
             fatal.clone(),

@@ -25,6 +25,10 @@ pub struct PartitionMetadata {
     pub leader_epoch: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
+    /// The partition state znode's version (Kafka's zkVersion, sent as
+    /// LeaderAndIsr's `partition_epoch`): a leader's ISR writes are
+    /// conditional on it.
+    pub zk_version: i32,
 }
 
 #[derive(Debug, Clone, PartialEq)]

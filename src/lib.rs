@@ -8,6 +8,7 @@
 //! - `api`: one file per Kafka API, and the broker context handlers use.
 //! - `metadata`: the metadata store trait, the embedded store, the znode catalogue.
 //! - `cluster`: the metadata cache Metadata requests read.
+//! - `replication`: a leader's follower bookkeeping, ISR and high watermark rules.
 //! - `config`: `server.properties` loading with Kafka's names and defaults.
 //! - `broker`: `Broker::start`, the one entry point.
 //! - `clock`, `topic_partition`: injected time; partition names.
@@ -25,6 +26,7 @@ pub mod group;
 pub mod metadata;
 pub mod net;
 pub mod protocol;
+pub mod replication;
 pub mod storage;
 pub mod topic_config;
 pub mod topic_partition;

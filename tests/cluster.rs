@@ -3,172 +3,17 @@
 //! tells each broker (LeaderAndIsr, UpdateMetadata over the wire) what it
 //! leads; every broker answers Metadata for the whole cluster, and clients
 //! bootstrapped anywhere produce and consume everywhere. Controller death
-//! elects another; a dead leader's partitions are offline (the ISR is the
-//! leader alone until replication lands) and come back with it.
+//! elects another; a dead leader's single-replica partitions are offline
+//! and come back with it. Replication itself is `tests/replication.rs`.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::zookeeper::ZooKeeperServer;
-use common::{admin, admin_options, block_on, client_config, BrokerProcess};
-use rdkafka::admin::{NewTopic, TopicReplication};
+use common::cluster::{consume, create_replicated_topic, create_topic, produce, Cluster};
+use common::{admin, admin_options, block_on, client_config};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::Message;
-
-const SESSION_MS: &str = "zookeeper.session.timeout.ms=4000";
-
-struct Cluster {
-    zk: ZooKeeperServer,
-    dirs: Vec<tempfile::TempDir>,
-    brokers: BTreeMap<i32, BrokerProcess>,
-    racks: Vec<&'static str>,
-}
-
-impl Cluster {
-    fn start(size: i32) -> Cluster {
-        Self::start_in_racks(size, &[])
-    }
-
-    /// `racks[id]` is broker `id`'s `broker.rack` (none when missing).
-    fn start_in_racks(size: i32, racks: &[&'static str]) -> Cluster {
-        let zk = ZooKeeperServer::start();
-        let mut cluster = Cluster {
-            zk,
-            dirs: Vec::new(),
-            brokers: BTreeMap::new(),
-            racks: racks.to_vec(),
-        };
-        for id in 0..size {
-            cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
-            cluster.start_broker(id);
-        }
-        cluster
-    }
-
-    fn overrides(&self, id: i32) -> Vec<String> {
-        let mut overrides = vec![
-            format!("zookeeper.connect={}/cluster", self.zk.connect_string()),
-            format!("broker.id={id}"),
-            SESSION_MS.to_string(),
-        ];
-        if let Some(rack) = self.racks.get(id as usize) {
-            overrides.push(format!("broker.rack={rack}"));
-        }
-        overrides
-    }
-
-    /// Each partition's replicas, as broker `id` answers Metadata.
-    fn replicas(&self, id: i32, topic: &str) -> BTreeMap<i32, Vec<i32>> {
-        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
-        let metadata = client
-            .fetch_metadata(Some(topic), Duration::from_secs(10))
-            .expect("metadata");
-        metadata
-            .topics()
-            .iter()
-            .filter(|t| t.name() == topic)
-            .flat_map(|t| {
-                t.partitions()
-                    .iter()
-                    .map(|p| (p.id(), p.replicas().to_vec()))
-            })
-            .collect()
-    }
-
-    fn start_broker(&mut self, id: i32) {
-        let overrides = self.overrides(id);
-        let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
-        let broker = BrokerProcess::start(self.dirs[id as usize].path(), &refs);
-        self.brokers.insert(id, broker);
-    }
-
-    fn bootstrap(&self, id: i32) -> String {
-        self.brokers[&id].bootstrap.clone()
-    }
-
-    /// (leader per partition, broker count, controller id) as broker `id`
-    /// answers Metadata.
-    fn view(&self, id: i32, topic: &str) -> (BTreeMap<i32, i32>, usize, i32) {
-        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
-        let metadata = client
-            .fetch_metadata(Some(topic), Duration::from_secs(10))
-            .expect("metadata");
-        let leaders = metadata
-            .topics()
-            .iter()
-            .filter(|t| t.name() == topic && t.error().is_none())
-            .flat_map(|t| t.partitions().iter().map(|p| (p.id(), p.leader())))
-            .collect();
-        let controller = {
-            use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
-            let response: MetadataResponse = common::raw_request(
-                &self.bootstrap(id),
-                ApiKey::Metadata,
-                9,
-                &MetadataRequest::default().with_topics(Some(Vec::new())),
-                Duration::from_secs(10),
-            );
-            response.controller_id.0
-        };
-        (leaders, metadata.brokers().len(), controller)
-    }
-
-    /// Waits (bounded) until every broker in `asked` sees `topic` with
-    /// `partitions` partitions satisfying `ok`.
-    fn wait_for(
-        &self,
-        asked: &[i32],
-        topic: &str,
-        what: &str,
-        ok: impl Fn(&BTreeMap<i32, i32>, usize, i32) -> bool,
-    ) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        for &id in asked {
-            loop {
-                let (leaders, brokers, controller) = self.view(id, topic);
-                if ok(&leaders, brokers, controller) {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "broker {id} never showed {what}: leaders {leaders:?}, {brokers} brokers, controller {controller}"
-                );
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-    }
-}
-
-fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
-    create_replicated_topic(bootstrap, topic, partitions, 1);
-}
-
-fn create_replicated_topic(bootstrap: &str, topic: &str, partitions: i32, replication: i32) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let result = block_on(admin(bootstrap).create_topics(
-            &[NewTopic::new(
-                topic,
-                partitions,
-                TopicReplication::Fixed(replication),
-            )],
-            &admin_options(Duration::from_secs(30)),
-        ))
-        .expect("CreateTopics answered")
-        .remove(0);
-        match result {
-            Ok(_) => return,
-            Err((_, code)) if Instant::now() < deadline => {
-                eprintln!("create {topic}: {code:?}, retrying");
-                std::thread::sleep(Duration::from_millis(500));
-            }
-            Err((_, code)) => panic!("create {topic}: {code:?}"),
-        }
-    }
-}
 
 fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
     use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
@@ -207,48 +52,6 @@ fn described_retention(bootstrap: &str, topic: &str) -> Option<String> {
         .configs
         .first()
         .and_then(|c| c.value.as_ref().map(|v| v.to_string()))
-}
-
-fn produce(bootstrap: &str, topic: &str, range: std::ops::Range<usize>) {
-    let producer: BaseProducer = client_config(bootstrap)
-        .set("acks", "all")
-        .set("message.timeout.ms", "60000")
-        .create()
-        .expect("producer");
-    for i in range {
-        let key = i.to_string();
-        let payload = format!("record-{i}");
-        loop {
-            match producer.send(BaseRecord::to(topic).key(&key).payload(&payload)) {
-                Ok(()) => break,
-                Err((_, _)) => {
-                    producer.poll(Duration::from_millis(50));
-                }
-            }
-        }
-    }
-    producer
-        .flush(Duration::from_secs(60))
-        .expect("every record acknowledged");
-}
-
-fn consume(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
-    let consumer: BaseConsumer = client_config(bootstrap)
-        .set("group.id", format!("cluster-{}", uuid::Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .expect("consumer");
-    consumer.subscribe(&[topic]).expect("subscribe");
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while seen.len() < expected && Instant::now() < deadline {
-        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
-            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
-        }
-    }
-    seen.sort();
-    seen.dedup();
-    seen
 }
 
 /// Three brokers in two racks: one controller; a 6-partition topic
@@ -628,32 +431,44 @@ fn elect_leaders_preferred_and_unclean() {
     let (top, _) = elect(&cluster.bootstrap(standby), 0, "electable", &[0]);
     assert_eq!(top, 41, "NOT_CONTROLLER");
 
-    // Kill a broker other than the controller that leads a partition.
-    let (leaders, _, _) = cluster.view(controller, "electable");
-    let (&partition, &victim) = leaders
+    // The partition whose replicas are both not the controller: kill its
+    // follower (the controller takes it out of the ISR), then its leader
+    // (offline: no live ISR member), then bring the follower back. Only an
+    // unclean election may make it lead.
+    let replicas = cluster.replicas(controller, "electable");
+    let (&partition, pair) = replicas
         .iter()
-        .find(|(_, &leader)| leader != controller)
-        .expect("a partition led by a non-controller");
-    let replicas = cluster.replicas(controller, "electable")[&partition].clone();
-    cluster.brokers.remove(&victim).expect("victim").kill();
+        .find(|(_, r)| !r.contains(&controller))
+        .expect("a partition without the controller");
+    let (leaders, _, _) = cluster.view(controller, "electable");
+    let leader = leaders[&partition];
+    let follower = pair.iter().copied().find(|&r| r != leader).expect("RF 2");
+    cluster.brokers.remove(&follower).expect("follower").kill();
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    cluster.brokers.remove(&leader).expect("leader").kill();
     cluster.wait_for(
         &[controller],
         "electable",
         "the partition offline",
         |leaders, _, _| leaders.get(&partition) == Some(&-1),
     );
+    cluster.start_broker(follower);
+    cluster.wait_for(&[controller], "", "the follower back", |_, brokers, _| {
+        brokers == 2
+    });
+    let (top, results) = elect(&cluster.bootstrap(controller), 0, "electable", &[partition]);
+    assert_eq!(
+        (top, results.get(&partition).copied()),
+        (0, Some(80)),
+        "PREFERRED_LEADER_NOT_AVAILABLE: the preferred replica is dead or out of the ISR"
+    );
     let (top, results) = elect(&cluster.bootstrap(controller), 1, "electable", &[partition]);
     assert_eq!((top, results.get(&partition).copied()), (0, Some(0)));
-    let survivor = replicas
-        .iter()
-        .copied()
-        .find(|&r| r != victim)
-        .expect("another replica");
     cluster.wait_for(
         &[controller],
         "electable",
-        "the other replica leading",
-        |leaders, _, _| leaders.get(&partition) == Some(&survivor),
+        "the follower leading",
+        |leaders, _, _| leaders.get(&partition) == Some(&follower),
     );
     produce(&cluster.bootstrap(controller), "electable", 0..30);
 }

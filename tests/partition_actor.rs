@@ -8,10 +8,11 @@ use std::time::Duration;
 use actix::Addr;
 use ferrolog::actors::event_bus::EventBus;
 use ferrolog::actors::log::{
-    Append, CreateLog, GetShards, LogActor, LogActorConfig, LogActorError,
+    Append, Close, CreateLog, GetShards, LogActor, LogActorConfig, LogActorError,
 };
 use ferrolog::actors::partition::{
-    AppendRecords, GetState, PartitionActor, PartitionHandle, Restart,
+    Acks, AppendRecords, GetState, PartitionActor, PartitionAssignment, PartitionHandle,
+    ReplicaContext, Restart, StopPartition,
 };
 use ferrolog::clock::SystemClock;
 use ferrolog::storage::testing::batch_v2;
@@ -43,6 +44,8 @@ async fn partition_on_a_new_log(
         shards.for_partition(&tp),
         offsets,
         EventBus::new(),
+        ReplicaContext::standalone(0, Arc::new(SystemClock)),
+        PartitionAssignment::sole_replica(0),
         None,
     );
     (log, tp, partition)
@@ -87,6 +90,7 @@ fn a_restarted_partition_rebuilds_its_state_from_the_log() {
             .addr
             .send(AppendRecords {
                 records: batch.clone(),
+                acks: Acks::Leader,
             })
             .await
             .unwrap()
@@ -112,6 +116,7 @@ fn a_partition_that_keeps_failing_goes_offline() {
             .addr
             .send(AppendRecords {
                 records: batch_v2(1, 10, Compression::None),
+                acks: Acks::Leader,
             })
             .await
             .unwrap();
@@ -119,5 +124,95 @@ fn a_partition_that_keeps_failing_goes_offline() {
             matches!(outcome, Err(LogActorError::PartitionOffline { .. })),
             "{outcome:?}"
         );
+    });
+}
+
+/// A leader in leader epoch 7 records the epoch before serving and stamps
+/// it into each batch it appends; acks=all with an ISR of one is answered
+/// at once; on stop, the high watermark reaches `replication-offset-
+/// checkpoint`. A follower refuses produces with NOT_LEADER_OR_FOLLOWER.
+#[test]
+fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
+        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
+            .await
+            .unwrap();
+        let shards = log.send(GetShards).await.unwrap();
+        let start = |topic: &str, leader: i32| {
+            let log = log.clone();
+            let shards = shards.clone();
+            let tp = TopicPartition::new(topic, 0);
+            async move {
+                let offsets = log
+                    .send(CreateLog {
+                        tp: tp.clone(),
+                        config: LogConfig::default(),
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                PartitionActor::start(
+                    tp.clone(),
+                    shards.for_partition(&tp),
+                    offsets,
+                    EventBus::new(),
+                    ReplicaContext::standalone(0, Arc::new(SystemClock)),
+                    PartitionAssignment {
+                        leader,
+                        leader_epoch: 7,
+                        ..PartitionAssignment::sole_replica(0)
+                    },
+                    None,
+                )
+            }
+        };
+        let leader = start("led", 0).await;
+        let (info, _) = leader
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(5, 10, Compression::None),
+                acks: Acks::All {
+                    min_insync_replicas: 1,
+                    timeout: Duration::from_secs(5),
+                },
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(info.last_offset, 4);
+        let follower = start("followed", 1).await;
+        let refused = follower
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(1, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                refused,
+                Err(LogActorError::Replication(
+                    ferrolog::replication::ReplicationError::NotLeaderOrFollower
+                ))
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(leader.addr.send(GetState).await.unwrap().high_watermark, 5);
+        leader.addr.send(StopPartition).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        log.send(Close).await.unwrap().unwrap();
+        let partition_dir = dir.path().join("led-0");
+        let segment = std::fs::read(partition_dir.join("00000000000000000000.log")).unwrap();
+        assert_eq!(i32::from_be_bytes(segment[12..16].try_into().unwrap()), 7);
+        assert_eq!(
+            std::fs::read_to_string(partition_dir.join("leader-epoch-checkpoint")).unwrap(),
+            "0\n1\n7 0\n"
+        );
+        let checkpoint =
+            std::fs::read_to_string(dir.path().join("replication-offset-checkpoint")).unwrap();
+        assert!(checkpoint.contains("led 0 5"), "{checkpoint}");
     });
 }

@@ -28,8 +28,9 @@ use crate::topic_partition::TopicPartition;
 pub mod shard;
 
 pub use shard::{
-    Append, CheckpointEntry, DeleteRecordsBefore, Flush, GetLogOffsets, LogOffsets,
-    OffsetForTimestamp, Read, Roll, Truncate, UpdateLogConfig,
+    Append, AppendAsFollower, AssignLeaderEpoch, CheckpointEntry, DeleteRecordsBefore,
+    EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp, Read, Roll,
+    SetHighWatermark, Truncate, TruncateFully, UpdateLogConfig,
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,
@@ -54,6 +55,9 @@ pub enum LogActorError {
     ShardPanic { what: &'static str, reason: String },
     #[error("the log actor is not running")]
     Stopped,
+    /// The partition actor's refusal (leadership, ISR, epochs).
+    #[error(transparent)]
+    Replication(#[from] crate::replication::ReplicationError),
 }
 
 /// How the log actor runs; built from the broker config.
@@ -479,11 +483,13 @@ fn write_checkpoint_files(
     for (i, dir) in dirs.iter().enumerate() {
         let mut recovery_points = BTreeMap::new();
         let mut log_start_offsets = BTreeMap::new();
+        let mut high_watermarks = BTreeMap::new();
         for entry in entries.iter().filter(|e| e.log_dir == dir.path()) {
             recovery_points.insert(entry.tp.clone(), entry.recovery_point);
             log_start_offsets.insert(entry.tp.clone(), entry.log_start_offset);
+            high_watermarks.insert(entry.tp.clone(), entry.high_watermark);
         }
-        dir.write_checkpoints(&recovery_points, &log_start_offsets)?;
+        dir.write_checkpoints(&recovery_points, &log_start_offsets, &high_watermarks)?;
         if mark_clean.get(i).copied().unwrap_or(false) {
             dir.mark_clean_shutdown()?;
         }
@@ -534,6 +540,11 @@ forwarded!(
     Flush,
     Roll,
     Truncate,
+    TruncateFully,
+    AppendAsFollower,
+    AssignLeaderEpoch,
+    EndOffsetForEpoch,
+    SetHighWatermark,
     DeleteRecordsBefore,
     UpdateLogConfig,
 );

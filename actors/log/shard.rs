@@ -30,6 +30,11 @@ pub struct LogOffsets {
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub recovery_point: i64,
+    /// The high watermark last checkpointed or reported (never above the
+    /// log end offset).
+    pub high_watermark: i64,
+    /// The newest leader epoch in the log's epoch cache (-1: none).
+    pub latest_leader_epoch: i32,
 }
 
 /// One partition's line in the checkpoint files of its log directory.
@@ -40,6 +45,7 @@ pub struct CheckpointEntry {
     pub log_dir: PathBuf,
     pub recovery_point: i64,
     pub log_start_offset: i64,
+    pub high_watermark: i64,
 }
 
 enum PartitionState {
@@ -114,6 +120,7 @@ impl LogShard {
                     recovery_point: log.recovery_point(),
                     log_start_offset: log.log_start_offset(),
                     clean_shutdown: false,
+                    high_watermark: log.high_watermark(),
                 },
             },
             Some(PartitionState::Offline {
@@ -210,6 +217,8 @@ fn offsets_of(log: &PartitionLog) -> LogOffsets {
         log_start_offset: log.log_start_offset(),
         log_end_offset: log.log_end_offset(),
         recovery_point: log.recovery_point(),
+        high_watermark: log.high_watermark(),
+        latest_leader_epoch: log.latest_leader_epoch().unwrap_or(-1),
     }
 }
 
@@ -226,6 +235,7 @@ fn offline_checkpoint(
         log_dir: log_dir.to_path_buf(),
         recovery_point: options.recovery_point,
         log_start_offset: options.log_start_offset,
+        high_watermark: options.high_watermark,
     }
 }
 
@@ -253,6 +263,7 @@ fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
             .unwrap_or_default(),
         recovery_point: log.recovery_point(),
         log_start_offset: log.log_start_offset(),
+        high_watermark: log.high_watermark(),
     }
 }
 
@@ -352,9 +363,63 @@ partition_request!(
 );
 
 partition_request!(
-    /// Drop every record at `offset` or later (followers).
-    Truncate { offset: i64 } -> (),
-    |log, now, msg| log.truncate_to(msg.offset, now)
+    /// Drop every record at `offset` or later (followers); answers the
+    /// offsets after.
+    Truncate { offset: i64 } -> LogOffsets,
+    |log, now, msg| {
+        log.truncate_to(msg.offset, now)?;
+        Ok(offsets_of(log))
+    }
+);
+
+partition_request!(
+    /// Replace the log by an empty one starting at `offset` (a follower
+    /// behind its leader's log start).
+    TruncateFully { offset: i64 } -> LogOffsets,
+    |log, now, msg| {
+        log.truncate_fully_and_start_at(msg.offset, now)?;
+        Ok(offsets_of(log))
+    }
+);
+
+partition_request!(
+    /// Append batches a leader already gave offsets and epochs (a
+    /// follower); `high_watermark` is the follower's new one, for the
+    /// checkpoint. Answers the offsets after.
+    AppendAsFollower { records: Bytes, high_watermark: i64 } -> LogOffsets,
+    |log, now, msg| {
+        fail::fail_point!("shard.append", |_| Err(LogError::io(
+            log.dir(),
+            std::io::Error::from_raw_os_error(libc::EIO)
+        )));
+        log.append_as_follower(&msg.records, now)?;
+        log.set_high_watermark(msg.high_watermark);
+        Ok(offsets_of(log))
+    }
+);
+
+partition_request!(
+    /// This broker leads the partition from now on, in `epoch`.
+    AssignLeaderEpoch { epoch: i32 } -> LogOffsets,
+    |log, now, msg| {
+        log.assign_leader_epoch(msg.epoch)?;
+        Ok(offsets_of(log))
+    }
+);
+
+partition_request!(
+    /// OffsetForLeaderEpoch: `(epoch, end offset)` for `epoch`.
+    EndOffsetForEpoch { epoch: i32 } -> (i32, i64),
+    |log, now, msg| Ok(log.end_offset_for_epoch(msg.epoch))
+);
+
+partition_request!(
+    /// Note the high watermark for `replication-offset-checkpoint`.
+    SetHighWatermark { high_watermark: i64 } -> (),
+    |log, now, msg| {
+        log.set_high_watermark(msg.high_watermark);
+        Ok(())
+    }
 );
 
 partition_request!(

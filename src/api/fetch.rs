@@ -6,6 +6,10 @@
 //! arrives or `max_wait_ms` passes (long poll); it is woken by the feeds
 //! only, never by a timer.
 //!
+//! A fetch with `replica_id` set comes from a follower: it reads up to the
+//! log end offset instead (`ReplicaFetch`, which also tells the leader the
+//! follower's position) and parks on the log-end feeds.
+//!
 //! Record bytes are never copied: each partition's `records` is a
 //! placeholder the encoder splices a file region into (`protocol::splice`).
 
@@ -19,7 +23,7 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 use tokio::time::Instant;
 
 use super::{error_code, BrokerContext};
-use crate::actors::partition::{PartitionHandle, ReadRecords};
+use crate::actors::partition::{PartitionHandle, ReadRecords, ReplicaFetch};
 use crate::protocol::splice::placeholder;
 use crate::storage::FileRegion;
 use crate::topic_partition::TopicPartition;
@@ -32,6 +36,7 @@ struct Wanted {
     tp: TopicPartition,
     offset: i64,
     max_bytes: u64,
+    current_leader_epoch: i32,
     handle: Option<PartitionHandle>,
 }
 
@@ -63,12 +68,25 @@ pub async fn handle(
                 tp,
                 offset: partition.fetch_offset,
                 max_bytes: partition.partition_max_bytes.max(0) as u64,
+                current_leader_epoch: if version >= 9 {
+                    partition.current_leader_epoch
+                } else {
+                    -1
+                },
             });
         }
     }
+    // Kafka's `replica_id` (v15 moved it into `replica_state`).
+    let replica_id = request.replica_id.0.max(request.replica_state.replica_id.0);
+    let replica = (replica_id >= 0).then_some(replica_id);
     let mut feeds: Vec<_> = wanted
         .iter()
-        .filter_map(|w| w.handle.as_ref().map(|h| h.high_watermark.clone()))
+        .filter_map(|w| {
+            w.handle.as_ref().map(|h| match replica {
+                Some(_) => h.log_end_offset.clone(),
+                None => h.high_watermark.clone(),
+            })
+        })
         .collect();
     loop {
         // Subscribe before reading: a high watermark that moves after this
@@ -76,7 +94,8 @@ pub async fn handle(
         for feed in &mut feeds {
             feed.mark_unchanged();
         }
-        let (partitions, regions, bytes) = read_all(ctx, &wanted, response_max_bytes).await;
+        let (partitions, regions, bytes) =
+            read_all(ctx, &wanted, response_max_bytes, replica).await;
         let has_error = partitions.iter().any(|p| p.error_code != 0);
         if bytes >= min_bytes || has_error || Instant::now() >= deadline {
             let mut responses: Vec<FetchableTopicResponse> = topic_names
@@ -111,21 +130,40 @@ async fn read_all(
     ctx: &BrokerContext,
     wanted: &[Wanted],
     response_max_bytes: u64,
+    replica: Option<i32>,
 ) -> (Vec<PartitionData>, Vec<FileRegion>, u64) {
     let reads = join_all(wanted.iter().map(|w| async move {
         let Some(handle) = &w.handle else {
             return Err(ctx.missing_partition(&w.tp));
         };
-        match handle
-            .addr
-            .send(ReadRecords {
-                offset: w.offset,
-                // No partition may bring more than the whole response may
-                // carry (its first batch still comes whole).
-                max_bytes: w.max_bytes.min(response_max_bytes),
-            })
-            .await
-        {
+        // No partition may bring more than the whole response may carry
+        // (its first batch still comes whole).
+        let max_bytes = w.max_bytes.min(response_max_bytes);
+        let read = match replica {
+            Some(replica_id) => {
+                handle
+                    .addr
+                    .send(ReplicaFetch {
+                        replica_id,
+                        offset: w.offset,
+                        max_bytes,
+                        current_leader_epoch: w.current_leader_epoch,
+                    })
+                    .await
+            }
+            None => {
+                handle
+                    .addr
+                    .send(ReadRecords {
+                        offset: w.offset,
+                        max_bytes,
+                        current_leader_epoch: w.current_leader_epoch,
+                        to_log_end: false,
+                    })
+                    .await
+            }
+        };
+        match read {
             Ok(Ok(read)) => Ok(read),
             Ok(Err(e)) => {
                 log::debug!("fetch from {} at {} failed: {e}", w.tp, w.offset);

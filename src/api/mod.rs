@@ -29,6 +29,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 pub mod zookeeper_offsets;
@@ -178,6 +179,9 @@ pub async fn handle(
             respond(&response, regions)
         }
         Request::ListOffsets(r) => reply!(list_offsets::handle(ctx, *r, version).await),
+        Request::OffsetForLeaderEpoch(r) => {
+            reply!(offset_for_leader_epoch::handle(ctx, *r, version).await)
+        }
         Request::CreateTopics(r) => reply!(create_topics::handle(ctx, *r, version).await),
         Request::DeleteTopics(r) => reply!(delete_topics::handle(ctx, *r, version).await),
         Request::CreatePartitions(r) => reply!(create_partitions::handle(ctx, *r).await),
@@ -245,6 +249,7 @@ pub fn error_code(error: &LogActorError) -> i16 {
         LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
         LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
         LogActorError::Log(e) => log_error_code(e),
+        LogActorError::Replication(e) => e.code(),
         LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
             ResponseError::KafkaStorageError.code()
         }

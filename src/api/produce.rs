@@ -23,11 +23,12 @@ use tokio::sync::watch;
 use super::create_topics::auto_create_topic;
 use super::{error_code, BrokerContext};
 use crate::actors::log::LogActorError;
-use crate::actors::partition::AppendRecords;
+use crate::actors::partition::{Acks, AppendRecords};
 use crate::cluster::is_internal_topic;
 use crate::storage::batch::BatchError;
 use crate::storage::LogError;
 use crate::topic_partition::TopicPartition;
+use std::time::Duration;
 
 /// Produce requests of one connection hand their appends to the partition
 /// actors in request order, as Kafka's one-request-at-a-time processing
@@ -123,6 +124,7 @@ pub async fn handle(
         turn.wait().await;
     }
     let acks = request.acks;
+    let timeout_ms = request.timeout_ms.max(0) as u64;
     // Dispatch: every append is enqueued at its partition actor here, in
     // request order, before anything waits for an append to finish.
     let mut topics: Vec<(String, Vec<PartitionAppend>)> =
@@ -167,12 +169,21 @@ pub async fn handle(
                 partitions.push(Box::pin(std::future::ready(response.with_error_code(code))));
                 continue;
             };
-            if acks == -1 && isr_too_small(ctx, &tp) {
-                partitions.push(fail(response, ResponseError::NotEnoughReplicas));
-                continue;
-            }
+            // The leader checks the ISR against min.insync.replicas: its
+            // own view is the one acks=all waits on.
+            let required = if acks == -1 {
+                Acks::All {
+                    min_insync_replicas: min_insync_replicas(ctx, &tp),
+                    timeout: Duration::from_millis(timeout_ms),
+                }
+            } else {
+                Acks::Leader
+            };
             // Enqueued now (a fresh `Addr` clone never parks the sender).
-            let append = handle.addr.send(AppendRecords { records });
+            let append = handle.addr.send(AppendRecords {
+                records,
+                acks: required,
+            });
             partitions.push(Box::pin(async move {
                 match append.await {
                     Ok(Ok((info, log_start_offset))) => response
@@ -231,20 +242,13 @@ pub enum ProduceOutcome {
 
 /// acks=all needs at least `min.insync.replicas` in the ISR (topic config,
 /// else the broker's), or the produce fails with NOT_ENOUGH_REPLICAS.
-fn isr_too_small(ctx: &BrokerContext, tp: &TopicPartition) -> bool {
+fn min_insync_replicas(ctx: &BrokerContext, tp: &TopicPartition) -> usize {
     ctx.metadata.read(|m| {
-        let Some(topic) = m.topics.get(&tp.topic) else {
-            return false;
-        };
-        let min_isr = topic
-            .configs
-            .get("min.insync.replicas")
+        m.topics
+            .get(&tp.topic)
+            .and_then(|topic| topic.configs.get("min.insync.replicas"))
             .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(ctx.config.min_insync_replicas.max(1) as usize);
-        topic
-            .partitions
-            .get(&tp.partition)
-            .is_some_and(|p| p.isr.len() < min_isr)
+            .unwrap_or(ctx.config.min_insync_replicas.max(1) as usize)
     })
 }
 

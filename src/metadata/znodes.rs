@@ -610,6 +610,48 @@ pub struct IsrChangeNotificationZNode;
 
 impl IsrChangeNotificationZNode {
     pub const PATH: &'static str = "/isr_change_notification";
+    /// Prefix of the sequential notification znodes.
+    pub const PREFIX: &'static str = "/isr_change_notification/isr_change_";
+
+    pub fn path(name: &str) -> String {
+        format!("{}/{name}", Self::PATH)
+    }
+
+    /// `{"version":1,"partitions":[{"topic":"t","partition":0}]}`, what a
+    /// leader leaves after changing ISRs.
+    pub fn encode(partitions: &[TopicPartition]) -> Vec<u8> {
+        to_json(&IsrChangeJson {
+            version: 1,
+            partitions: partitions
+                .iter()
+                .map(|tp| IsrChangePartition {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                })
+                .collect(),
+        })
+    }
+
+    pub fn decode(name: &str, bytes: &[u8]) -> Result<Vec<TopicPartition>, MetadataError> {
+        let json: IsrChangeJson = parse(&Self::path(name), bytes)?;
+        Ok(json
+            .partitions
+            .into_iter()
+            .map(|p| TopicPartition::new(p.topic, p.partition))
+            .collect())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct IsrChangeJson {
+    version: i32,
+    partitions: Vec<IsrChangePartition>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct IsrChangePartition {
+    topic: String,
+    partition: i32,
 }
 
 /// `/latest_producer_id_block`.

@@ -1,10 +1,13 @@
 //! Sockets: reading length-prefixed request frames and writing response
 //! frames, file regions included, with `sendfile(2)`.
 //!
-//! It knows nothing of Kafka messages (that is `protocol`) nor of actors
-//! (that is `actors/connection.rs`). A declared frame length is checked
+//! It knows nothing of Kafka messages (that is `protocol`; `client` only
+//! sends typed ones to another broker) nor of actors (that is
+//! `actors/connection.rs`). A declared frame length is checked
 //! against `socket.request.max.bytes` before anything is allocated, and
 //! memory then grows only with the bytes that actually arrive.
+
+pub mod client;
 
 use std::io;
 use std::os::unix::io::AsRawFd;

@@ -94,6 +94,7 @@ implemented_apis! {
     CreateTopics(CreateTopicsRequest) = CreateTopics, 0..=7;
     DeleteTopics(DeleteTopicsRequest) = DeleteTopics, 0..=6;
     DeleteRecords(DeleteRecordsRequest) = DeleteRecords, 0..=2;
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest) = OffsetForLeaderEpoch, 0..=4;
     DeleteGroups(DeleteGroupsRequest) = DeleteGroups, 0..=2;
     DescribeConfigs(DescribeConfigsRequest) = DescribeConfigs, 0..=4;
     AlterConfigs(AlterConfigsRequest) = AlterConfigs, 0..=2;

@@ -30,6 +30,7 @@ const V1_MIN_BODY: usize = V0_MIN_BODY + 8;
 const V2_MIN_BODY: usize = V2_HEADER_LEN - LOG_OVERHEAD;
 
 // Field positions inside an entry.
+const V2_PARTITION_LEADER_EPOCH_POS: usize = 12;
 const MAGIC_POS: usize = 16;
 const V2_CRC_POS: usize = 17;
 const V2_ATTRIBUTES_POS: usize = 21;
@@ -109,6 +110,8 @@ pub struct EntryHeader {
     pub compression: u8,
     /// Whether the timestamps are LogAppendTime.
     pub log_append_time: bool,
+    /// The leader epoch a v2 batch was appended in (-1: none, legacy).
+    pub partition_leader_epoch: i32,
 }
 
 impl EntryHeader {
@@ -173,6 +176,7 @@ impl EntryHeader {
                     max_timestamp: read_i64(bytes, V2_MAX_TIMESTAMP_POS),
                     compression: (attributes as u8) & COMPRESSION_MASK,
                     log_append_time: (attributes as u8) & TIMESTAMP_TYPE_BIT != 0,
+                    partition_leader_epoch: read_i32(bytes, V2_PARTITION_LEADER_EPOCH_POS),
                 }
             }
             _ => {
@@ -189,6 +193,7 @@ impl EntryHeader {
                     },
                     compression: attributes & COMPRESSION_MASK,
                     log_append_time: magic == 1 && attributes & TIMESTAMP_TYPE_BIT != 0,
+                    partition_leader_epoch: -1,
                 }
             }
         };
@@ -249,13 +254,16 @@ pub struct EntryMeta {
     pub offset_field: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    pub magic: i8,
 }
 
 /// A producer's record set after validation and offset assignment.
 ///
 /// The offsets are not written into `bytes` (which may be shared with the
-/// request buffer): whoever writes the entries puts each entry's
-/// `offset_field` in place of its first 8 bytes. See [`AssignedRecords::chunks`].
+/// request buffer): whoever writes the entries puts each entry's prefix
+/// (its `offset_field`, and for a v2 batch stamped by a leader its length
+/// and partition leader epoch) in place of its first bytes. See
+/// [`AssignedRecords::chunks`].
 #[derive(Debug, Clone)]
 pub struct AssignedRecords {
     pub bytes: Bytes,
@@ -266,6 +274,22 @@ pub struct AssignedRecords {
     /// The broker's clock, when the log stamped LogAppendTime.
     pub log_append_time: Option<i64>,
     pub entries: Vec<EntryMeta>,
+    /// The leader epoch stamped into each v2 batch (KIP-101); `None` keeps
+    /// the batches' own (a follower copying its leader).
+    pub partition_leader_epoch: Option<i32>,
+}
+
+/// The first bytes of an entry as they go to disk.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryPrefix {
+    bytes: [u8; V2_PARTITION_LEADER_EPOCH_POS + 4],
+    len: usize,
+}
+
+impl EntryPrefix {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Validate every entry of a produced record set, then give its records the
@@ -345,6 +369,7 @@ pub fn assign_offsets(
             },
             last_offset,
             max_timestamp: entry_ts,
+            magic: header.magic,
         });
         offset += count;
         position += header.size;
@@ -363,33 +388,50 @@ pub fn assign_offsets(
         max_timestamp,
         log_append_time: append_time,
         entries,
+        partition_leader_epoch: None,
     })
 }
 
 impl AssignedRecords {
-    /// The bytes to write, in order: for each entry its new offset field,
-    /// then the rest of the entry, borrowed from `bytes` (no copy).
-    pub fn chunks<'a>(&'a self, offset_fields: &'a [[u8; 8]]) -> Vec<&'a [u8]> {
+    /// The bytes to write, in order: for each entry its new prefix, then
+    /// the rest of the entry, borrowed from `bytes` (no copy).
+    pub fn chunks<'a>(&'a self, prefixes: &'a [EntryPrefix]) -> Vec<&'a [u8]> {
         let mut chunks = Vec::with_capacity(self.entries.len() * 2);
-        for (entry, field) in self.entries.iter().zip(offset_fields) {
-            chunks.push(&field[..]);
-            chunks.push(&self.bytes[entry.position + 8..entry.position + entry.size]);
+        for (entry, prefix) in self.entries.iter().zip(prefixes) {
+            chunks.push(prefix.as_slice());
+            chunks.push(&self.bytes[entry.position + prefix.len..entry.position + entry.size]);
         }
         chunks
     }
 
-    /// The entries' offset fields, big-endian, for [`AssignedRecords::chunks`].
-    pub fn offset_fields(&self) -> Vec<[u8; 8]> {
+    /// The entries' prefixes: the offset field, big-endian; with a leader
+    /// epoch to stamp, a v2 batch's length and partition leader epoch too
+    /// (outside its CRC, so nothing else changes).
+    pub fn prefixes(&self) -> Vec<EntryPrefix> {
         self.entries
             .iter()
-            .map(|e| e.offset_field.to_be_bytes())
+            .map(|e| {
+                let mut bytes = [0u8; V2_PARTITION_LEADER_EPOCH_POS + 4];
+                bytes[..8].copy_from_slice(&e.offset_field.to_be_bytes());
+                match self.partition_leader_epoch {
+                    Some(epoch) if e.magic == 2 => {
+                        bytes[8..12].copy_from_slice(&self.bytes[e.position + 8..e.position + 12]);
+                        bytes[12..].copy_from_slice(&epoch.to_be_bytes());
+                        EntryPrefix {
+                            bytes,
+                            len: V2_PARTITION_LEADER_EPOCH_POS + 4,
+                        }
+                    }
+                    _ => EntryPrefix { bytes, len: 8 },
+                }
+            })
             .collect()
     }
 
     /// The entries exactly as they go to disk (tests and tools).
     pub fn to_vec(&self) -> Vec<u8> {
-        let fields = self.offset_fields();
-        self.chunks(&fields).concat()
+        let prefixes = self.prefixes();
+        self.chunks(&prefixes).concat()
     }
 }
 

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use super::batch;
 use super::config::LogConfig;
 use super::error::LogError;
+use super::leader_epoch::LeaderEpochCache;
 use super::segment::{FileRegion, Segment, SegmentRecovery};
 use crate::topic_partition::TopicPartition;
 
@@ -29,6 +30,8 @@ pub struct LoadOptions {
     pub log_start_offset: i64,
     /// The directory holds a clean-shutdown marker: nothing is re-read.
     pub clean_shutdown: bool,
+    /// The high watermark last checkpointed (`replication-offset-checkpoint`).
+    pub high_watermark: i64,
 }
 
 /// What loading found and repaired.
@@ -86,6 +89,11 @@ pub struct PartitionLog {
     unsynced_dirs: UnsyncedDirs,
     /// Directory fsyncs done (tests check the durability promise with it).
     dir_syncs: u64,
+    /// Which leader epoch began where (`leader-epoch-checkpoint`).
+    leader_epochs: LeaderEpochCache,
+    /// The high watermark as the partition actor last reported it, for
+    /// `replication-offset-checkpoint`. Never above the log end offset.
+    high_watermark: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +114,9 @@ impl PartitionLog {
         let dir = log_dir.join(tp.dir_name());
         fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
         let segment = Segment::create(&dir, 0, &config, now_ms)?;
+        let mut leader_epochs = LeaderEpochCache::load(&dir)?;
+        // A directory left behind by a deleted topic of the same name.
+        leader_epochs.clear()?;
         Ok(PartitionLog {
             tp,
             dir,
@@ -117,6 +128,8 @@ impl PartitionLog {
             last_flush_ms: now_ms,
             unsynced_dirs: UnsyncedDirs::PartitionAndLogDir,
             dir_syncs: 0,
+            leader_epochs,
+            high_watermark: 0,
         })
     }
 
@@ -183,13 +196,20 @@ impl PartitionLog {
             // Loading may have created a segment (an empty log).
             unsynced_dirs: UnsyncedDirs::Partition,
             dir_syncs: 0,
+            leader_epochs: LeaderEpochCache::load(dir)?,
+            high_watermark: 0,
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
             .log_start_offset
             .max(log.segments[0].base_offset())
             .min(leo);
+        // Recovery may have cut records whose epochs the cache still names.
+        log.leader_epochs.truncate_from_end(leo)?;
+        log.leader_epochs
+            .truncate_from_start(log.log_start_offset)?;
         log.recovery_point = leo;
+        log.high_watermark = options.high_watermark.clamp(log.log_start_offset, leo);
         report.segments = log.segments.len();
         if report.recovered_segments > 0 {
             log.flush(now_ms)?;
@@ -220,13 +240,14 @@ impl PartitionLog {
         if let Some((before, after)) = self.config.timestamp_bounds() {
             batch::check_timestamps(&records, now_ms, before, after)?;
         }
-        let assigned = batch::assign_offsets(
+        let mut assigned = batch::assign_offsets(
             records,
             self.log_end_offset(),
             now_ms,
             self.config.message_timestamp_type,
             self.config.max_message_bytes,
         )?;
+        assigned.partition_leader_epoch = self.leader_epochs.latest_epoch();
         self.maybe_roll(assigned.bytes.len() as u64, assigned.last_offset, now_ms)?;
         let last = self.segments.len() - 1;
         self.segments[last].append(&assigned, &self.config)?;
@@ -250,6 +271,16 @@ impl PartitionLog {
         self.maybe_roll(entries.len() as u64, last_offset, now_ms)?;
         let active = self.segments.len() - 1;
         self.segments[active].append_verified(entries, &self.config)?;
+        // The leader's epochs come with its batches.
+        let mut position = 0;
+        while position < entries.len() {
+            let header = batch::EntryHeader::parse(&entries[position..], position)?;
+            if header.magic == 2 {
+                self.leader_epochs
+                    .assign(header.partition_leader_epoch, header.offset_field)?;
+            }
+            position += header.size;
+        }
         self.after_append((last_offset + 1 - before).max(0) as u64, now_ms)?;
         Ok(self.log_end_offset())
     }
@@ -378,27 +409,61 @@ impl PartitionLog {
             return Ok(());
         }
         if offset <= self.segments[0].base_offset() {
-            let doomed: Vec<Segment> = self.segments.drain(..).collect();
-            for segment in doomed {
+            return self.truncate_fully_and_start_at(offset, now_ms);
+        }
+        while self.segments.len() > 1 && self.active().base_offset() >= offset {
+            if let Some(segment) = self.segments.pop() {
                 segment.delete()?;
             }
-            let base = offset.max(0);
-            self.segments
-                .push(Segment::create(&self.dir, base, &self.config, now_ms)?);
-            self.log_start_offset = base;
-        } else {
-            while self.segments.len() > 1 && self.active().base_offset() >= offset {
-                if let Some(segment) = self.segments.pop() {
-                    segment.delete()?;
-                }
-            }
-            self.active_mut().truncate_to(offset)?;
         }
+        self.active_mut().truncate_to(offset)?;
         let leo = self.log_end_offset();
         self.log_start_offset = self.log_start_offset.min(leo);
         self.recovery_point = self.recovery_point.min(leo);
+        self.high_watermark = self.high_watermark.min(leo);
+        self.leader_epochs.truncate_from_end(leo)?;
         log::info!("{}: truncated to offset {leo}", self.tp);
         Ok(())
+    }
+
+    /// Replace the whole log by an empty one starting at `offset` (a
+    /// follower whose leader no longer has what it would fetch next).
+    pub fn truncate_fully_and_start_at(
+        &mut self,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let doomed: Vec<Segment> = self.segments.drain(..).collect();
+        for segment in doomed {
+            segment.delete()?;
+        }
+        let base = offset.max(0);
+        self.segments
+            .push(Segment::create(&self.dir, base, &self.config, now_ms)?);
+        self.log_start_offset = base;
+        self.recovery_point = base;
+        self.high_watermark = base;
+        self.unsynced_dirs = UnsyncedDirs::Partition;
+        self.leader_epochs.clear()?;
+        log::info!("{}: emptied; the log starts again at {base}", self.tp);
+        Ok(())
+    }
+
+    /// This broker leads from now on in `epoch`: its appends carry it.
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let leo = self.log_end_offset();
+        self.leader_epochs.assign(epoch, leo)
+    }
+
+    /// OffsetForLeaderEpoch: the largest epoch at most `epoch` known here
+    /// and where it ends.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.leader_epochs
+            .end_offset_for(epoch, self.log_end_offset())
+    }
+
+    pub fn latest_leader_epoch(&self) -> Option<i32> {
+        self.leader_epochs.latest_epoch()
     }
 
     /// Raise the log start offset to `offset` (DeleteRecords) and drop the
@@ -415,6 +480,8 @@ impl PartitionLog {
         if offset > self.log_start_offset {
             self.log_start_offset = offset;
             self.delete_segments_while(|log, i| log.segments[i + 1].base_offset() <= offset)?;
+            self.leader_epochs
+                .truncate_from_start(self.log_start_offset)?;
         }
         Ok(self.log_start_offset)
     }
@@ -445,6 +512,10 @@ impl PartitionLog {
             })?;
         }
         report.log_start_offset = self.log_start_offset;
+        if report.deleted_segments > 0 {
+            self.leader_epochs
+                .truncate_from_start(self.log_start_offset)?;
+        }
         Ok(report)
     }
 
@@ -566,6 +637,13 @@ impl PartitionLog {
     }
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    /// Note the partition's high watermark for the next checkpoint.
+    pub fn set_high_watermark(&mut self, high_watermark: i64) {
+        self.high_watermark = high_watermark.clamp(0, self.log_end_offset());
     }
     pub fn segment_count(&self) -> usize {
         self.segments.len()

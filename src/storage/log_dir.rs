@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use super::checkpoint::{
     OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 };
 use super::error::LogError;
 use super::log::LoadOptions;
@@ -33,6 +34,7 @@ pub struct LogDir {
     pub clean_shutdown: bool,
     pub recovery_points: BTreeMap<TopicPartition, i64>,
     pub log_start_offsets: BTreeMap<TopicPartition, i64>,
+    pub high_watermarks: BTreeMap<TopicPartition, i64>,
     /// Partition directories found, with their paths.
     pub partitions: Vec<(TopicPartition, PathBuf)>,
 }
@@ -72,6 +74,7 @@ impl LogDir {
         };
         let recovery_points = read_checkpoint(RECOVERY_POINT_CHECKPOINT);
         let log_start_offsets = read_checkpoint(LOG_START_OFFSET_CHECKPOINT);
+        let high_watermarks = read_checkpoint(REPLICATION_OFFSET_CHECKPOINT);
         if clean_shutdown {
             fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
             sync_dir(path)?;
@@ -99,6 +102,7 @@ impl LogDir {
             clean_shutdown,
             recovery_points,
             log_start_offsets,
+            high_watermarks,
             partitions,
         })
     }
@@ -113,18 +117,23 @@ impl LogDir {
             recovery_point: self.recovery_points.get(tp).copied().unwrap_or(0),
             log_start_offset: self.log_start_offsets.get(tp).copied().unwrap_or(0),
             clean_shutdown: self.clean_shutdown,
+            high_watermark: self.high_watermarks.get(tp).copied().unwrap_or(0),
         }
     }
 
-    /// Write both checkpoint files for the partitions in this directory.
+    /// Write the checkpoint files for the partitions in this directory:
+    /// recovery points, log start offsets and high watermarks.
     pub fn write_checkpoints(
         &self,
         recovery_points: &BTreeMap<TopicPartition, i64>,
         log_start_offsets: &BTreeMap<TopicPartition, i64>,
+        high_watermarks: &BTreeMap<TopicPartition, i64>,
     ) -> Result<(), LogError> {
         let _one_writer = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         OffsetCheckpointFile::new(&self.path, RECOVERY_POINT_CHECKPOINT).write(recovery_points)?;
-        OffsetCheckpointFile::new(&self.path, LOG_START_OFFSET_CHECKPOINT).write(log_start_offsets)
+        OffsetCheckpointFile::new(&self.path, LOG_START_OFFSET_CHECKPOINT)
+            .write(log_start_offsets)?;
+        OffsetCheckpointFile::new(&self.path, REPLICATION_OFFSET_CHECKPOINT).write(high_watermarks)
     }
 
     /// Leave the marker that lets the next start skip recovery. Call only
@@ -174,7 +183,9 @@ mod tests {
                 let wanted = offsets(size);
                 std::thread::spawn(move || {
                     for _ in 0..100 {
-                        log_dir.write_checkpoints(&wanted, &wanted).unwrap();
+                        log_dir
+                            .write_checkpoints(&wanted, &wanted, &wanted)
+                            .unwrap();
                     }
                 })
             })

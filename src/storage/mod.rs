@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod index;
+pub mod leader_epoch;
 pub mod log;
 pub mod log_dir;
 pub mod segment;

@@ -325,8 +325,8 @@ impl Segment {
         config: &LogConfig,
     ) -> Result<(), LogError> {
         let position = self.size;
-        let offset_fields = records.offset_fields();
-        write_all_vectored_at(&self.log, records.chunks(&offset_fields), position)
+        let prefixes = records.prefixes();
+        write_all_vectored_at(&self.log, records.chunks(&prefixes), position)
             .map_err(|e| LogError::io(&self.log_path(), e))?;
         self.index_interval_bytes = config.index_interval_bytes;
         for entry in &records.entries {
@@ -368,6 +368,7 @@ impl Segment {
                 offset_field: header.offset_field,
                 last_offset: header.last_offset,
                 max_timestamp: header.max_timestamp,
+                magic: header.magic,
             });
             max_timestamp = max_timestamp.max(header.max_timestamp);
             next = header.last_offset + 1;
@@ -381,6 +382,7 @@ impl Segment {
             max_timestamp,
             log_append_time: None,
             entries,
+            partition_leader_epoch: None,
         };
         self.append(&records, config)
     }

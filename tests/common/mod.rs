@@ -3,6 +3,7 @@
 //! that tests can SIGKILL, SIGTERM and restart on the same data.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,66 @@
+//! OffsetForLeaderEpoch (key 23), v0-4 (KIP-101, KIP-279): where a leader
+//! epoch ends in the leader's log. Followers ask it to find where their log
+//! diverges from the leader's before fetching; clients ask it after a
+//! leader change to detect truncation (KIP-320). Only the leader answers;
+//! `current_leader_epoch` (v2+) is checked as Fetch checks it.
+
+use futures_util::future::join_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+
+use super::{error_code, BrokerContext};
+use crate::actors::partition::EndOffsetForLeaderEpoch;
+use crate::storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+use crate::topic_partition::TopicPartition;
+
+pub async fn handle(
+    ctx: &BrokerContext,
+    request: OffsetForLeaderEpochRequest,
+    version: i16,
+) -> OffsetForLeaderEpochResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.topic.0.to_string();
+        let partitions = topic.partitions.into_iter().map(|p| {
+            let tp = TopicPartition::new(name.clone(), p.partition);
+            async move {
+                let answer = EpochEndOffset::default()
+                    .with_partition(p.partition)
+                    .with_leader_epoch(UNDEFINED_EPOCH)
+                    .with_end_offset(UNDEFINED_EPOCH_OFFSET);
+                let Some(handle) = ctx.partition(&tp) else {
+                    return answer.with_error_code(ctx.missing_partition(&tp));
+                };
+                let current_leader_epoch = if version >= 2 {
+                    p.current_leader_epoch
+                } else {
+                    -1
+                };
+                match handle
+                    .addr
+                    .send(EndOffsetForLeaderEpoch {
+                        leader_epoch: p.leader_epoch,
+                        current_leader_epoch,
+                        as_leader: true,
+                    })
+                    .await
+                {
+                    Ok(Ok((epoch, end_offset))) => {
+                        answer.with_leader_epoch(epoch).with_end_offset(end_offset)
+                    }
+                    Ok(Err(e)) => answer.with_error_code(error_code(&e)),
+                    Err(_) => answer.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+                }
+            }
+        });
+        topics.push(
+            OffsetForLeaderTopicResult::default()
+                .with_topic(topic.topic)
+                .with_partitions(join_all(partitions).await),
+        );
+    }
+    OffsetForLeaderEpochResponse::default().with_topics(topics)
+}

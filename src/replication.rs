@@ -1,0 +1,289 @@
+//! What a partition leader knows of its replicas (Kafka's `Partition` and
+//! `Replica` bookkeeping), as plain data: each follower's log end offset and
+//! when it was last caught up, the in-sync replica set, the high watermark
+//! rule (the smallest log end offset in the ISR), and when the ISR should
+//! shrink or grow.
+//!
+//! It decides; it never acts. The partition actor applies its answers:
+//! writes an ISR change to the metadata store, completes acks=all produces.
+//! No clock is read here: time comes in as `now_ms`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_protocol::error::ResponseError;
+
+/// Why a partition replica refused a request, each one of Kafka's errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicationError {
+    #[error("this broker does not lead the partition")]
+    NotLeaderOrFollower,
+    #[error("the ISR has {isr} replica(s), min.insync.replicas is {min}")]
+    NotEnoughReplicas { isr: usize, min: usize },
+    #[error("written, but the ISR shrank below min.insync.replicas before it was replicated")]
+    NotEnoughReplicasAfterAppend,
+    #[error("the in-sync replicas did not confirm in time")]
+    RequestTimedOut,
+    #[error("leader epoch {requested} is older than the current {current}")]
+    FencedLeaderEpoch { requested: i32, current: i32 },
+    #[error("leader epoch {requested} is newer than the current {current}")]
+    UnknownLeaderEpoch { requested: i32, current: i32 },
+}
+
+impl ReplicationError {
+    pub fn code(&self) -> i16 {
+        match self {
+            ReplicationError::NotLeaderOrFollower => ResponseError::NotLeaderOrFollower.code(),
+            ReplicationError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas.code(),
+            ReplicationError::NotEnoughReplicasAfterAppend => {
+                ResponseError::NotEnoughReplicasAfterAppend.code()
+            }
+            ReplicationError::RequestTimedOut => ResponseError::RequestTimedOut.code(),
+            ReplicationError::FencedLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch.code(),
+            ReplicationError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch.code(),
+        }
+    }
+
+    /// Kafka's check of a request's `current_leader_epoch` (-1: none).
+    pub fn check_epoch(requested: i32, current: i32) -> Result<(), ReplicationError> {
+        if requested < 0 || requested == current {
+            Ok(())
+        } else if requested < current {
+            Err(ReplicationError::FencedLeaderEpoch { requested, current })
+        } else {
+            Err(ReplicationError::UnknownLeaderEpoch { requested, current })
+        }
+    }
+}
+
+/// One follower as its leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerState {
+    /// The offset it asked for last: everything below is on its log.
+    pub log_end_offset: i64,
+    /// The last time its log reached the leader's log end offset (or the
+    /// leader's log end offset at its previous fetch), Kafka's
+    /// `lastCaughtUpTimeMs`.
+    pub last_caught_up_ms: i64,
+    last_fetch_leader_log_end_offset: i64,
+    last_fetch_ms: i64,
+}
+
+/// A leader's view of its partition's replicas in one leader epoch.
+#[derive(Debug, Clone)]
+pub struct LeaderState {
+    pub broker_id: i32,
+    pub leader_epoch: i32,
+    /// The ISR as the metadata store holds it.
+    pub isr: BTreeSet<i32>,
+    /// An ISR change written but not yet confirmed: until it is, the high
+    /// watermark counts the larger of both sets (KIP-497's maximal ISR), so
+    /// it never moves on the strength of a replica the store does not yet
+    /// call in sync, nor forgets one it still does.
+    pub pending_isr: Option<BTreeSet<i32>>,
+    pub replicas: Vec<i32>,
+    /// The partition state znode's version, for conditional ISR writes.
+    pub zk_version: i32,
+    /// The log end offset when this epoch began: a follower joins the ISR
+    /// only once it has everything from earlier epochs.
+    pub epoch_start_offset: i64,
+    followers: BTreeMap<i32, FollowerState>,
+}
+
+impl LeaderState {
+    pub fn new(
+        broker_id: i32,
+        leader_epoch: i32,
+        isr: &[i32],
+        replicas: &[i32],
+        zk_version: i32,
+        epoch_start_offset: i64,
+        now_ms: i64,
+    ) -> LeaderState {
+        let mut isr: BTreeSet<i32> = isr.iter().copied().collect();
+        // A leader is always in its own ISR.
+        isr.insert(broker_id);
+        let followers = replicas
+            .iter()
+            .filter(|&&id| id != broker_id)
+            .map(|&id| {
+                // Followers in the ISR start as caught up now (Kafka resets
+                // them on becoming leader), so they get a full lag period.
+                let caught_up = if isr.contains(&id) { now_ms } else { 0 };
+                (
+                    id,
+                    FollowerState {
+                        log_end_offset: -1,
+                        last_caught_up_ms: caught_up,
+                        last_fetch_leader_log_end_offset: -1,
+                        last_fetch_ms: caught_up,
+                    },
+                )
+            })
+            .collect();
+        LeaderState {
+            broker_id,
+            leader_epoch,
+            isr,
+            pending_isr: None,
+            replicas: replicas.to_vec(),
+            zk_version,
+            epoch_start_offset,
+            followers,
+        }
+    }
+
+    pub fn follower(&self, id: i32) -> Option<&FollowerState> {
+        self.followers.get(&id)
+    }
+
+    pub fn is_replica(&self, id: i32) -> bool {
+        self.followers.contains_key(&id)
+    }
+
+    /// The set the high watermark and acks=all wait for.
+    pub fn maximal_isr(&self) -> BTreeSet<i32> {
+        match &self.pending_isr {
+            Some(pending) => self.isr.union(pending).copied().collect(),
+            None => self.isr.clone(),
+        }
+    }
+
+    /// Kafka's high watermark: the smallest log end offset over the
+    /// (maximal) ISR, the leader's own included. A follower not heard
+    /// from yet holds it at its last known position, never above.
+    pub fn high_watermark(&self, leader_log_end_offset: i64) -> i64 {
+        self.maximal_isr()
+            .iter()
+            .map(|id| {
+                if *id == self.broker_id {
+                    leader_log_end_offset
+                } else {
+                    self.followers
+                        .get(id)
+                        .map_or(leader_log_end_offset, |f| f.log_end_offset.max(0))
+                }
+            })
+            .min()
+            .unwrap_or(leader_log_end_offset)
+    }
+
+    /// A follower fetched from `fetch_offset`. Returns the ISR to write if
+    /// it should join now (caught up to the high watermark and past this
+    /// epoch's start), else `None`.
+    pub fn record_fetch(
+        &mut self,
+        follower: i32,
+        fetch_offset: i64,
+        leader_log_end_offset: i64,
+        high_watermark: i64,
+        now_ms: i64,
+    ) -> Option<BTreeSet<i32>> {
+        let state = self.followers.get_mut(&follower)?;
+        if fetch_offset >= leader_log_end_offset {
+            state.last_caught_up_ms = state.last_caught_up_ms.max(now_ms);
+        } else if fetch_offset >= state.last_fetch_leader_log_end_offset {
+            state.last_caught_up_ms = state.last_caught_up_ms.max(state.last_fetch_ms);
+        }
+        state.log_end_offset = fetch_offset;
+        state.last_fetch_leader_log_end_offset = leader_log_end_offset;
+        state.last_fetch_ms = now_ms;
+        let joins = !self.maximal_isr().contains(&follower)
+            && self.pending_isr.is_none()
+            && fetch_offset >= high_watermark
+            && fetch_offset >= self.epoch_start_offset;
+        joins.then(|| {
+            let mut grown = self.isr.clone();
+            grown.insert(follower);
+            grown
+        })
+    }
+
+    /// Followers in the ISR that have not caught up for longer than
+    /// `lag_time_max_ms`; the ISR to write without them, or `None`. The
+    /// leader always stays.
+    pub fn shrink(&self, now_ms: i64, lag_time_max_ms: i64) -> Option<BTreeSet<i32>> {
+        if self.pending_isr.is_some() {
+            return None;
+        }
+        let lagging: Vec<i32> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|&id| id != self.broker_id)
+            .filter(|id| {
+                self.followers
+                    .get(id)
+                    .is_some_and(|f| now_ms - f.last_caught_up_ms > lag_time_max_ms)
+            })
+            .collect();
+        if lagging.is_empty() {
+            return None;
+        }
+        Some(
+            self.isr
+                .iter()
+                .copied()
+                .filter(|id| !lagging.contains(id))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leader(isr: &[i32]) -> LeaderState {
+        LeaderState::new(1, 3, isr, &[1, 2, 3], 0, 0, 1_000)
+    }
+
+    #[test]
+    fn high_watermark_is_the_smallest_isr_log_end_offset() {
+        let mut l = leader(&[1, 2, 3]);
+        // Nothing heard from the followers yet: nothing is committed.
+        assert_eq!(l.high_watermark(10), 0);
+        l.record_fetch(2, 10, 10, 0, 1_100);
+        assert_eq!(l.high_watermark(10), 0);
+        l.record_fetch(3, 7, 10, 0, 1_100);
+        assert_eq!(l.high_watermark(10), 7);
+        // Out of the ISR, a replica no longer holds it back.
+        l.isr.remove(&3);
+        assert_eq!(l.high_watermark(10), 10);
+    }
+
+    #[test]
+    fn a_caught_up_follower_joins_once_past_the_epoch_start() {
+        let mut l = LeaderState::new(1, 3, &[1], &[1, 2], 0, 50, 0);
+        assert_eq!(l.record_fetch(2, 40, 60, 40, 10), None);
+        assert_eq!(
+            l.record_fetch(2, 55, 60, 50, 20),
+            Some([1, 2].into_iter().collect())
+        );
+    }
+
+    #[test]
+    fn a_lagging_follower_leaves_but_the_leader_stays() {
+        let mut l = leader(&[1, 2, 3]);
+        l.record_fetch(2, 10, 10, 10, 1_000);
+        l.record_fetch(3, 10, 10, 10, 1_000);
+        l.record_fetch(2, 20, 20, 10, 5_000);
+        // 3 reached what the leader had at its previous fetch: caught up
+        // as of that fetch, not now.
+        l.record_fetch(3, 12, 20, 10, 5_000);
+        assert_eq!(l.follower(3).unwrap().last_caught_up_ms, 1_000);
+        assert_eq!(l.shrink(10_500, 10_000), None);
+        assert_eq!(l.shrink(11_500, 10_000), Some([1, 2].into_iter().collect()));
+        assert_eq!(l.shrink(16_000, 10_000), Some([1].into_iter().collect()));
+    }
+
+    #[test]
+    fn the_high_watermark_counts_a_pending_isr_change() {
+        let mut l = leader(&[1, 2]);
+        l.record_fetch(2, 10, 10, 0, 1_000);
+        l.record_fetch(3, 4, 10, 0, 1_000);
+        assert_eq!(l.high_watermark(10), 10);
+        // 3 is being added: until confirmed, the HW waits for it too.
+        l.pending_isr = Some([1, 2, 3].into_iter().collect());
+        assert_eq!(l.high_watermark(10), 4);
+    }
+}

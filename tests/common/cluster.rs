@@ -1,0 +1,228 @@
+//! A cluster of real broker processes over a real ZooKeeper server, and
+//! the librdkafka helpers cluster tests share.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::Message;
+
+use super::zookeeper::ZooKeeperServer;
+use super::{admin, admin_options, block_on, client_config, BrokerProcess};
+
+pub const SESSION_MS: &str = "zookeeper.session.timeout.ms=4000";
+
+pub struct Cluster {
+    pub zk: ZooKeeperServer,
+    pub dirs: Vec<tempfile::TempDir>,
+    pub brokers: BTreeMap<i32, BrokerProcess>,
+    pub racks: Vec<&'static str>,
+    /// Extra `key=value` overrides every broker gets.
+    pub extra: Vec<String>,
+}
+
+impl Cluster {
+    pub fn start(size: i32) -> Cluster {
+        Self::start_in_racks(size, &[])
+    }
+
+    /// `racks[id]` is broker `id`'s `broker.rack` (none when missing).
+    /// `size` brokers, each with `extra` overrides.
+    pub fn start_with(size: i32, extra: &[&str]) -> Cluster {
+        let zk = ZooKeeperServer::start();
+        let mut cluster = Cluster {
+            zk,
+            dirs: Vec::new(),
+            brokers: BTreeMap::new(),
+            racks: Vec::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        for id in 0..size {
+            cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
+            cluster.start_broker(id);
+        }
+        cluster
+    }
+
+    pub fn start_in_racks(size: i32, racks: &[&'static str]) -> Cluster {
+        let zk = ZooKeeperServer::start();
+        let mut cluster = Cluster {
+            zk,
+            dirs: Vec::new(),
+            brokers: BTreeMap::new(),
+            racks: racks.to_vec(),
+            extra: Vec::new(),
+        };
+        for id in 0..size {
+            cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
+            cluster.start_broker(id);
+        }
+        cluster
+    }
+
+    pub fn overrides(&self, id: i32) -> Vec<String> {
+        let mut overrides = vec![
+            format!("zookeeper.connect={}/cluster", self.zk.connect_string()),
+            format!("broker.id={id}"),
+            SESSION_MS.to_string(),
+        ];
+        if let Some(rack) = self.racks.get(id as usize) {
+            overrides.push(format!("broker.rack={rack}"));
+        }
+        overrides.extend(self.extra.iter().cloned());
+        overrides
+    }
+
+    /// Each partition's replicas, as broker `id` answers Metadata.
+    pub fn replicas(&self, id: i32, topic: &str) -> BTreeMap<i32, Vec<i32>> {
+        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
+        let metadata = client
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .expect("metadata");
+        metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| {
+                t.partitions()
+                    .iter()
+                    .map(|p| (p.id(), p.replicas().to_vec()))
+            })
+            .collect()
+    }
+
+    pub fn start_broker(&mut self, id: i32) {
+        let overrides = self.overrides(id);
+        let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let broker = BrokerProcess::start(self.dirs[id as usize].path(), &refs);
+        self.brokers.insert(id, broker);
+    }
+
+    pub fn bootstrap(&self, id: i32) -> String {
+        self.brokers[&id].bootstrap.clone()
+    }
+
+    /// (leader per partition, broker count, controller id) as broker `id`
+    /// answers Metadata.
+    pub fn view(&self, id: i32, topic: &str) -> (BTreeMap<i32, i32>, usize, i32) {
+        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
+        let metadata = client
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .expect("metadata");
+        let leaders = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic && t.error().is_none())
+            .flat_map(|t| t.partitions().iter().map(|p| (p.id(), p.leader())))
+            .collect();
+        let controller = {
+            use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
+            let response: MetadataResponse = super::raw_request(
+                &self.bootstrap(id),
+                ApiKey::Metadata,
+                9,
+                &MetadataRequest::default().with_topics(Some(Vec::new())),
+                Duration::from_secs(10),
+            );
+            response.controller_id.0
+        };
+        (leaders, metadata.brokers().len(), controller)
+    }
+
+    /// Waits (bounded) until every broker in `asked` sees `topic` with
+    /// `partitions` partitions satisfying `ok`.
+    pub fn wait_for(
+        &self,
+        asked: &[i32],
+        topic: &str,
+        what: &str,
+        ok: impl Fn(&BTreeMap<i32, i32>, usize, i32) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for &id in asked {
+            loop {
+                let (leaders, brokers, controller) = self.view(id, topic);
+                if ok(&leaders, brokers, controller) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "broker {id} never showed {what}: leaders {leaders:?}, {brokers} brokers, controller {controller}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    create_replicated_topic(bootstrap, topic, partitions, 1);
+}
+
+pub fn create_replicated_topic(bootstrap: &str, topic: &str, partitions: i32, replication: i32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let result = block_on(admin(bootstrap).create_topics(
+            &[NewTopic::new(
+                topic,
+                partitions,
+                TopicReplication::Fixed(replication),
+            )],
+            &admin_options(Duration::from_secs(30)),
+        ))
+        .expect("CreateTopics answered")
+        .remove(0);
+        match result {
+            Ok(_) => return,
+            Err((_, code)) if Instant::now() < deadline => {
+                eprintln!("create {topic}: {code:?}, retrying");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err((_, code)) => panic!("create {topic}: {code:?}"),
+        }
+    }
+}
+
+pub fn produce(bootstrap: &str, topic: &str, range: std::ops::Range<usize>) {
+    let producer: BaseProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .set("message.timeout.ms", "60000")
+        .create()
+        .expect("producer");
+    for i in range {
+        let key = i.to_string();
+        let payload = format!("record-{i}");
+        loop {
+            match producer.send(BaseRecord::to(topic).key(&key).payload(&payload)) {
+                Ok(()) => break,
+                Err((_, _)) => {
+                    producer.poll(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+    producer
+        .flush(Duration::from_secs(60))
+        .expect("every record acknowledged");
+}
+
+pub fn consume(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", format!("cluster-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen.len() < expected && Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    seen
+}
