@@ -846,14 +846,14 @@ impl Shared {
                     }
                 }
                 Some(Ok(offsets)) => (self.partitions.start(&tp, offsets, assignment), offsets),
-                Some(Err(TopicError::Stopped)) => return Err(TopicError::Stopped),
-                Some(Err(e)) => {
+                Some(Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
                     // A log that cannot be read: this partition stays
                     // offline here, the rest are served.
                     log::error!("partition {tp} stays offline: {e}");
                     codes.push((tp.partition, ResponseError::KafkaStorageError.code()));
                     continue;
                 }
+                Some(Err(e)) => return Err(e),
             };
             self.note_leadership(&tp, p.leader == self.broker_id, p.leader_epoch);
             if p.leader == self.broker_id || p.leader < 0 {

@@ -176,7 +176,10 @@ impl ReplicaFetcher {
                 (client, outcomes)
             }
             .into_actor(self)
-            .map(|(client, outcomes), actor, ctx| {
+            .map(|(mut client, outcomes), actor, ctx| {
+                // The leader may have moved (a restart on a new port) while
+                // the round was out.
+                client.set_address(actor.address.clone());
                 actor.client = Some(client);
                 actor.round_in_flight = false;
                 actor.apply(outcomes);

@@ -21,6 +21,9 @@ pub struct Cluster {
     pub racks: Vec<&'static str>,
     /// Extra `key=value` overrides every broker gets.
     pub extra: Vec<String>,
+    /// Each broker's address: a restarted broker listens there again, as
+    /// a real one does (clients and followers know it by it).
+    pub addresses: BTreeMap<i32, String>,
 }
 
 impl Cluster {
@@ -38,6 +41,7 @@ impl Cluster {
             brokers: BTreeMap::new(),
             racks: Vec::new(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            addresses: BTreeMap::new(),
         };
         for id in 0..size {
             cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
@@ -54,6 +58,7 @@ impl Cluster {
             brokers: BTreeMap::new(),
             racks: racks.to_vec(),
             extra: Vec::new(),
+            addresses: BTreeMap::new(),
         };
         for id in 0..size {
             cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
@@ -94,9 +99,13 @@ impl Cluster {
     }
 
     pub fn start_broker(&mut self, id: i32) {
-        let overrides = self.overrides(id);
+        let mut overrides = self.overrides(id);
+        if let Some(address) = self.addresses.get(&id) {
+            overrides.push(format!("listeners=PLAINTEXT://{address}"));
+        }
         let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
         let broker = BrokerProcess::start(self.dirs[id as usize].path(), &refs);
+        self.addresses.insert(id, broker.bootstrap.clone());
         self.brokers.insert(id, broker);
     }
 
