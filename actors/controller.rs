@@ -151,6 +151,9 @@ struct Shared {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Role {
     active: bool,
+    /// Between a session expiry and the registration on the new session:
+    /// no election may run (this broker is not registered).
+    registering: bool,
     controller_epoch: i32,
     /// This broker's epoch (its registration's czxid, KIP-380).
     broker_epoch: i64,
@@ -383,6 +386,7 @@ impl Controller {
             partitions,
             role: Arc::new(std::sync::Mutex::new(Role {
                 active: false,
+                registering: false,
                 controller_epoch: 0,
                 broker_epoch,
             })),
@@ -1740,9 +1744,18 @@ impl Controller {
         let mut sessions = store.sessions();
         sessions.borrow_and_update();
         let registration = self.registration.clone();
+        let role = self.shared.role.clone();
         ctx.spawn(
             async move {
                 sessions.changed().await.ok()?;
+                // The controller claim went with the old session: step
+                // down before anything else, so a newer controller's
+                // requests are taken rather than refused.
+                {
+                    let mut role = role.lock().unwrap_or_else(|p| p.into_inner());
+                    role.active = false;
+                    role.registering = true;
+                }
                 log::warn!(
                     "new metadata store session: registering broker {} again",
                     registration.broker_id
@@ -1772,7 +1785,7 @@ impl Controller {
                     // The controller claim went with the old session too:
                     // resign and run again (a standby may win).
                     actor.shared.set_role(|r| {
-                        r.active = false;
+                        r.registering = false;
                         r.broker_epoch = broker_epoch;
                     });
                     ctx.address().do_send(TryElect);
@@ -2049,11 +2062,29 @@ impl Shared {
             );
         }
         let before: Vec<i32> = self.live_brokers();
-        let joined: Vec<i32> = live
+        // A broker that registered again (a new session, a new epoch)
+        // before this controller saw it go counts as joined: it needs the
+        // whole state again, stamped with its new epoch (KIP-380's bounced
+        // brokers).
+        let known_epochs = self.cache.read(|m| m.broker_epochs.clone());
+        let bounced: Vec<i32> = live
+            .iter()
+            .filter(|(id, (_, epoch))| {
+                **id != self.broker_id
+                    && before.contains(id)
+                    && known_epochs.get(id).is_some_and(|known| known != epoch)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let mut joined: Vec<i32> = live
             .keys()
             .copied()
             .filter(|id| !before.contains(id))
             .collect();
+        for id in &bounced {
+            log::info!("broker {id} registered again with a new broker epoch");
+        }
+        joined.extend(bounced.iter().copied());
         let left: Vec<i32> = before
             .iter()
             .copied()
@@ -2066,7 +2097,7 @@ impl Shared {
             Ok(channels) => channels,
             Err(poisoned) => poisoned.into_inner(),
         };
-        channels.retain(|id, _| live.contains_key(id));
+        channels.retain(|id, _| live.contains_key(id) && !bounced.contains(id));
         for (id, (endpoint, epoch)) in &live {
             if *id == self.broker_id || channels.contains_key(id) {
                 continue;
@@ -2457,13 +2488,26 @@ impl Shared {
             return Err(E::StaleBrokerEpoch.code());
         }
         if role.active {
-            // While this broker holds `/controller` (its session alive) no
-            // other controller can exist: the request is forged or stale.
-            // Losing the claim goes through the session (`follow_sessions`).
+            // Without ZooKeeper there is no other broker to be controller.
+            if controller_epoch <= role.controller_epoch || self.config.zookeeper_connect.is_none()
+            {
+                // No other controller of this epoch or older can exist
+                // while this broker holds it: forged or stale.
+                log::warn!(
+                    "ignoring a control request from broker {controller_id}: this broker is the controller"
+                );
+                return Err(E::StaleControllerEpoch.code());
+            }
+            // A newer controller was elected: this broker's claim went
+            // with a session it has not yet seen expire (a pause longer
+            // than the session timeout). Step down now; the session
+            // handler registers again.
             log::warn!(
-                "ignoring a control request from broker {controller_id}: this broker is the controller"
+                "broker {controller_id} is the controller with epoch {controller_epoch}: \
+                 this broker (epoch {}) steps down",
+                role.controller_epoch
             );
-            return Err(E::StaleControllerEpoch.code());
+            self.set_role(|r| r.active = false);
         }
         self.set_role(|r| r.controller_epoch = controller_epoch);
         self.cache.update(|m| m.controller_id = controller_id);
@@ -2652,7 +2696,8 @@ impl Shared {
 
     /// Standby: `/controller` is empty; run for it.
     async fn try_elect(&self, registration: Registration) -> Result<bool, TopicError> {
-        if self.is_active() {
+        let role = self.role();
+        if role.active || role.registering {
             return Ok(false);
         }
         match registration.elect(self.store.as_ref()).await? {

@@ -3,7 +3,7 @@
 //! Kafka-compatible broker (ferrolog or another) from the outside:
 //!
 //! ```text
-//! perf create-topic --bootstrap H:P --topic T --partitions P
+//! perf create-topic --bootstrap H:P --topic T --partitions P [--replication-factor R]
 //! perf produce --bootstrap H:P --topic T --count N --size BYTES [--partitions P] [--acks 1]
 //! perf consume --bootstrap H:P --topic T --count N [--partitions P] [--batch 10000]
 //! ```
@@ -28,7 +28,10 @@
 //! counts record values (payloads) and a MB is 2^20 bytes. `produce` times
 //! from the first send to the last delivery report; `consume`, like
 //! `rdkafka_performance`, from the first record received to the last, and
-//! appends `startup_seconds=T`: the time from `assign` to the first record.
+//! appends `startup_seconds=T`: the time from `assign` to the first record;
+//! `produce` appends `latency_p50_ms` and `latency_p99_ms`, each record's
+//! time from its CreateTime to its delivery report (queueing included, as
+//! `rdkafka_performance` reports it).
 //! Both append `client_cpu_seconds=C`, this process's CPU time over the run,
 //! to tell a client-bound run from a broker-bound one. Progress and errors
 //! go to stderr. The exit status is non-zero on any error (a failed delivery,
@@ -64,7 +67,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create a topic with the admin API (replication factor 1).
+    /// Create a topic with the admin API.
     CreateTopic(CreateArgs),
     /// Produce `count` records of `size` bytes and wait for every delivery report.
     Produce(ProduceArgs),
@@ -95,6 +98,9 @@ struct CreateArgs {
     /// Partition count.
     #[arg(long)]
     partitions: i32,
+    /// Replicas per partition.
+    #[arg(long, default_value_t = 1)]
+    replication_factor: i32,
 }
 
 #[derive(Args)]
@@ -222,7 +228,11 @@ fn create_topic(args: &CreateArgs) -> Result<(), String> {
     let options = AdminOptions::new()
         .request_timeout(Some(Duration::from_secs(30)))
         .operation_timeout(Some(Duration::from_secs(30)));
-    let topic = NewTopic::new(&common.topic, args.partitions, TopicReplication::Fixed(1));
+    let topic = NewTopic::new(
+        &common.topic,
+        args.partitions,
+        TopicReplication::Fixed(args.replication_factor),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -360,6 +370,9 @@ impl Drop for ConsumerQueue {
 struct PerfContext {
     delivered: AtomicU64,
     failed: AtomicU64,
+    /// Each delivered record's latency, ms: from its CreateTime (set when
+    /// it was handed to librdkafka) to its delivery report.
+    latencies_ms: std::sync::Mutex<Vec<u32>>,
 }
 
 impl ClientContext for PerfContext {
@@ -375,8 +388,14 @@ impl ProducerContext for PerfContext {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         match result {
-            Ok(_) => {
+            Ok(message) => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
+                if let Some(created) = message.timestamp().to_millis() {
+                    let latency = now_ms().saturating_sub(created).clamp(0, u32::MAX as i64);
+                    if let Ok(mut latencies) = self.latencies_ms.lock() {
+                        latencies.push(latency as u32);
+                    }
+                }
             }
             Err((error, message)) => {
                 let failed = self.failed.fetch_add(1, Ordering::Relaxed);
@@ -389,6 +408,25 @@ impl ProducerContext for PerfContext {
             }
         }
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// ` latency_p50_ms=.. latency_p99_ms=..` over the delivered records.
+fn latency_percentiles(context: &PerfContext) -> String {
+    let Ok(mut latencies) = context.latencies_ms.lock() else {
+        return String::new();
+    };
+    if latencies.is_empty() {
+        return String::new();
+    }
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    format!(" latency_p50_ms={} latency_p99_ms={}", at(0.50), at(0.99))
 }
 
 fn produce(args: &ProduceArgs) -> Result<(), String> {
@@ -471,8 +509,9 @@ fn produce(args: &ProduceArgs) -> Result<(), String> {
         delivered * args.size as u64,
         elapsed,
         &format!(
-            " client_cpu_seconds={:.2}",
-            process_cpu_seconds() - cpu_before
+            " client_cpu_seconds={:.2}{}",
+            process_cpu_seconds() - cpu_before,
+            latency_percentiles(context)
         ),
     );
     if failed > 0 || enqueue_errors > 0 || delivered != args.count || in_flight > 0 {

@@ -87,7 +87,7 @@ fn replica_bytes(log_dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
 }
 
 /// Waits until all three replicas of every partition hold the same bytes.
-fn assert_replicas_converge(cluster: &Cluster, topic: &str, partitions: i32) {
+fn assert_replicas_converge(cluster: &mut Cluster, topic: &str, partitions: i32) {
     for partition in 0..partitions {
         let mut last = Vec::new();
         let converged = (0..300).any(|_| {
@@ -101,10 +101,10 @@ fn assert_replicas_converge(cluster: &Cluster, topic: &str, partitions: i32) {
             std::thread::sleep(Duration::from_millis(200));
             false
         });
-        assert!(
-            converged,
-            "replicas of {topic}-{partition} never became identical (sizes {last:?})"
-        );
+        if !converged {
+            dump_logs(cluster);
+            panic!("replicas of {topic}-{partition} never became identical (sizes {last:?})");
+        }
     }
 }
 
@@ -348,12 +348,32 @@ fn leader_of_partition_0(cluster: &Cluster, topic: &str) -> i32 {
     panic!("{topic}-0 has no leader");
 }
 
-fn wait_for_full_isr(cluster: &Cluster, topic: &str) {
+fn wait_for_full_isr(cluster: &mut Cluster, topic: &str) {
     let asked = *cluster.brokers.keys().next().expect("a live broker");
-    wait_until("a full ISR", Duration::from_secs(90), || {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
         let isrs = isrs(cluster, asked, topic);
-        !isrs.is_empty() && isrs.values().all(|isr| isr.len() == 3)
-    });
+        if !isrs.is_empty() && isrs.values().all(|isr| isr.len() == 3) {
+            return;
+        }
+        if Instant::now() > deadline {
+            eprintln!("ISRs as broker {asked} sees them: {isrs:?}");
+            dump_logs(cluster);
+            panic!("timed out waiting for a full ISR");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every broker's log so far, on stderr (a failing test's evidence).
+fn dump_logs(cluster: &mut Cluster) {
+    for (id, broker) in cluster.brokers.iter_mut() {
+        for line in broker.log_lines() {
+            if !line.contains("replica fetch failed: connecting") {
+                eprintln!("broker {id}: {line}");
+            }
+        }
+    }
 }
 
 /// RF=3, min.insync.replicas=2, acks=all, 3 partitions, records at a
@@ -366,7 +386,7 @@ fn killed_leaders_lose_no_acknowledged_record() {
     let topic = "checked";
     let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&cluster, topic);
+    wait_for_full_isr(&mut cluster, topic);
     let checker = Checker::start(&cluster, topic, 20_000 * scale);
     for kill in 0..kills {
         std::thread::sleep(Duration::from_secs(3));
@@ -375,10 +395,10 @@ fn killed_leaders_lose_no_acknowledged_record() {
         cluster.brokers.remove(&leader).expect("running").kill();
         std::thread::sleep(Duration::from_secs(6));
         cluster.start_broker(leader);
-        wait_for_full_isr(&cluster, topic);
+        wait_for_full_isr(&mut cluster, topic);
     }
     checker.finish(&cluster, topic, 3, &format!("{kills} leader kills"));
-    assert_replicas_converge(&cluster, topic, 3);
+    assert_replicas_converge(&mut cluster, topic, 3);
 }
 
 /// A follower, then within 200 ms the leader of partition 0, SIGKILLed
@@ -392,7 +412,7 @@ fn rapid_double_failover_loses_nothing() {
     let topic = "double";
     let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&cluster, topic);
+    wait_for_full_isr(&mut cluster, topic);
     let checker = Checker::start(&cluster, topic, 1_000_000);
     let cycles = std::env::var("FERROLOG_CYCLES")
         .ok()
@@ -408,7 +428,7 @@ fn rapid_double_failover_loses_nothing() {
         std::thread::sleep(Duration::from_secs(5));
         cluster.start_broker(follower);
         cluster.start_broker(leader);
-        wait_for_full_isr(&cluster, topic);
+        wait_for_full_isr(&mut cluster, topic);
         std::thread::sleep(Duration::from_secs(1));
         checker.progress(&format!("after cycle {cycle}"));
         if std::env::var("FERROLOG_DUMP_LOGS").is_ok() {
@@ -432,7 +452,7 @@ fn rapid_double_failover_loses_nothing() {
     assert!(checker.sending(), "still producing through every cycle");
     checker.stop();
     checker.finish(&cluster, topic, 3, &format!("{cycles} double failovers"));
-    assert_replicas_converge(&cluster, topic, 3);
+    assert_replicas_converge(&mut cluster, topic, 3);
 }
 
 /// The leader of partition 0 SIGSTOPped past its ZooKeeper session
@@ -443,9 +463,9 @@ fn rapid_double_failover_loses_nothing() {
 #[test]
 fn a_zombie_leader_is_fenced_and_rejoins() {
     let topic = "zombie";
-    let cluster = replicated_cluster(&["min.insync.replicas=2"]);
+    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&cluster, topic);
+    wait_for_full_isr(&mut cluster, topic);
     let checker = Checker::start(&cluster, topic, 1_000_000);
     std::thread::sleep(Duration::from_secs(2));
     let zombie = leader_of_partition_0(&cluster, topic);
@@ -463,12 +483,12 @@ fn a_zombie_leader_is_fenced_and_rejoins() {
     std::thread::sleep(Duration::from_secs(2));
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    wait_for_full_isr(&cluster, topic);
+    wait_for_full_isr(&mut cluster, topic);
     assert_ne!(cluster.view(asked, topic).0[&0], zombie);
     std::thread::sleep(Duration::from_secs(2));
     checker.stop();
     checker.finish(&cluster, topic, 3, "a zombie leader");
-    assert_replicas_converge(&cluster, topic, 3);
+    assert_replicas_converge(&mut cluster, topic, 3);
 }
 
 /// min.insync.replicas=2 with two of three brokers down: acks=all gets
@@ -517,7 +537,7 @@ fn acks_all_needs_min_insync_replicas() {
     });
     let leader = cluster.view(survivor, topic).0[&0];
     assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
-    assert_replicas_converge(&cluster, topic, 1);
+    assert_replicas_converge(&mut cluster, topic, 1);
     // The two acknowledged batches, and at most the timed-out ones: nothing
     // from the refused ones.
     let bytes = replica_bytes(cluster.dirs[0].path(), topic, 0);
@@ -591,7 +611,7 @@ fn a_stalled_follower_leaves_the_isr_and_rejoins() {
         std::thread::sleep(Duration::from_millis(200));
     }
     eprintln!("rejoined the ISR {:?} after SIGCONT", resumed.elapsed());
-    assert_replicas_converge(&cluster, topic, 1);
+    assert_replicas_converge(&mut cluster, topic, 1);
 }
 
 /// `__consumer_offsets` with replication factor 3: a group's committed
@@ -605,7 +625,7 @@ fn committed_offsets_survive_the_coordinators_death() {
     let group = "survivors";
     let mut cluster = replicated_cluster(&["offsets.topic.replication.factor=3"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 2, 3);
-    wait_for_full_isr(&cluster, topic);
+    wait_for_full_isr(&mut cluster, topic);
     for partition in 0..2 {
         let leader = cluster.view(0, topic).0[&partition];
         for _ in 0..5 {
