@@ -694,7 +694,7 @@ impl Shared {
     fn unclean_allowed(&self, configs: &BTreeMap<String, String>) -> bool {
         configs
             .get("unclean.leader.election.enable")
-            .and_then(|v| v.parse::<bool>().ok())
+            .and_then(|v| v.to_ascii_lowercase().parse::<bool>().ok())
             .unwrap_or(self.config.unclean_leader_election_enable)
     }
 

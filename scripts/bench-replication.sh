@@ -2,7 +2,8 @@
 # Produce throughput and delivery latency of a 3-broker cluster (release
 # build, real ZooKeeper) with replication, against a baseline measured in
 # the same run on the same cluster: RF=1 with acks=1. Then RF=3 acks=1 and
-# RF=3 acks=all. Each configuration runs ROUNDS times on a fresh topic; the
+# RF=3 acks=all. Each configuration runs ROUNDS times on a fresh topic
+# (warmed up with 1000 acks=all records first); the
 # medians are printed with their ratio to the baseline's median.
 #
 #   scripts/bench-replication.sh            # COUNT=300000 SIZE=100 PARTITIONS=6 ROUNDS=3
@@ -31,6 +32,10 @@ run() {
   local topic="bench-rf$rf-acks$acks-$round"
   "$perf" create-topic --bootstrap "$bootstrap" --topic "$topic" \
     --partitions "$partitions" --replication-factor "$rf" >/dev/null
+  # Warm up: a new topic's followers start fetching within
+  # replica.fetch.backoff.ms; time the steady state, not the start.
+  "$perf" produce --bootstrap "$bootstrap" --topic "$topic" --count 1000 \
+    --size "$size" --partitions "$partitions" --acks all >/dev/null 2>&1
   "$perf" produce --bootstrap "$bootstrap" --topic "$topic" --count "$count" \
     --size "$size" --partitions "$partitions" --acks "$acks" 2>/dev/null |
     python3 -c '

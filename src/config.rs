@@ -812,8 +812,9 @@ impl BrokerConfig {
 }
 
 /// Apply topic-level overrides (Kafka topic config names) on top of a base
-/// LogConfig, in order, so a later duplicate wins. `cleanup.policy` and
-/// `min.insync.replicas` are validated but not stored in LogConfig. Unknown
+/// LogConfig, in order, so a later duplicate wins. `cleanup.policy`,
+/// `min.insync.replicas` and `unclean.leader.election.enable` are validated
+/// but not stored in LogConfig. Unknown
 /// topic keys are errors, as Kafka answers them with INVALID_CONFIG.
 pub fn apply_topic_overrides(
     base: &LogConfig,
@@ -857,6 +858,12 @@ pub fn apply_topic_overrides(
             }
             "min.insync.replicas" => {
                 let _: i32 = parse_int(key, value, Int, 1)?;
+            }
+            // Read by the controller from the topic's configs when it elects.
+            "unclean.leader.election.enable" => {
+                if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+                    return Err(invalid(key, value, "must be true or false"));
+                }
             }
             _ => match crate::topic_config::topic_config(key) {
                 // Kafka's key, not honoured yet: stored and described,

@@ -284,7 +284,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Boolean,
         "false",
         Some("unclean.leader.election.enable"),
-        false,
+        true,
     ),
 ];
 

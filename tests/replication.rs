@@ -698,3 +698,64 @@ fn committed_offsets_survive_the_coordinators_death() {
     );
     assert_eq!(found.get(&1), Some(&rdkafka::Offset::Offset(4)));
 }
+
+/// unclean.leader.election.enable=true on a topic: with every in-sync
+/// replica dead, the first replica to come back leads although it was out
+/// of the ISR (Kafka's choice of availability over the lost records);
+/// without it the partition would stay offline.
+#[test]
+fn unclean_election_lets_an_out_of_sync_replica_lead() {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
+    let topic = "unclean";
+    let mut cluster = replicated_cluster(&[]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let response: AlterConfigsResponse = raw_request(
+        &cluster.bootstrap(0),
+        ApiKey::AlterConfigs,
+        1,
+        &AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str(topic))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("unclean.leader.election.enable"))
+                .with_value(Some(StrBytes::from_static_str("true")))])]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        response.responses[0].error_code, 0,
+        "{:?}",
+        response.responses[0].error_message
+    );
+    let leader = leader_of_partition_0(&cluster, topic);
+    let followers: Vec<i32> = (0..3).filter(|&id| id != leader).collect();
+    // The followers go first: the ISR shrinks to the leader alone.
+    for id in &followers {
+        cluster.brokers.remove(id).expect("running").kill();
+    }
+    wait_until(
+        "the ISR to shrink to the leader",
+        Duration::from_secs(60),
+        || isrs(&cluster, leader, topic).get(&0) == Some(&vec![leader]),
+    );
+    assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
+    cluster.brokers.remove(&leader).expect("running").kill();
+    // An out-of-sync replica comes back alone: with unclean election on,
+    // it leads.
+    let returning = followers[0];
+    cluster.start_broker(returning);
+    wait_until(
+        "the out-of-sync replica to lead",
+        Duration::from_secs(60),
+        || cluster.view(returning, topic).0.get(&0) == Some(&returning),
+    );
+    let found = cluster
+        .brokers
+        .get_mut(&returning)
+        .expect("running")
+        .log_lines()
+        .iter()
+        .any(|line| line.contains("unclean election"));
+    assert!(found, "the possible loss is logged");
+}
