@@ -589,16 +589,8 @@ impl Shared {
             .is_none()
         {
             self.store
-                .create(
-                    &TopicPartitionsZNode::path(&name),
-                    Vec::new(),
-                    CreateMode::Persistent,
-                )
-                .await
-                .or_else(|e| match e {
-                    MetadataError::NodeExists(_) => Ok(()),
-                    other => Err(other),
-                })?;
+                .create_if_missing(&TopicPartitionsZNode::path(&name))
+                .await?;
         }
         self.take_up_partitions(name, &topic, &assignment).await
     }
@@ -1183,31 +1175,15 @@ impl Shared {
         }
         if !self.is_active() {
             // The mark alone: the controller's watch deletes the topic.
-            return match self
+            return Ok(self
                 .store
-                .create(
-                    &DeleteTopicsTopicZNode::path(&name),
-                    Vec::new(),
-                    CreateMode::Persistent,
-                )
-                .await
-            {
-                Ok(()) | Err(MetadataError::NodeExists(_)) => Ok(()),
-                Err(e) => Err(e.into()),
-            };
+                .create_if_missing(&DeleteTopicsTopicZNode::path(&name))
+                .await?);
         }
         // The marker makes an interrupted deletion finish at the next start.
         self.store
-            .create(
-                &DeleteTopicsTopicZNode::path(&name),
-                Vec::new(),
-                CreateMode::Persistent,
-            )
-            .await
-            .or_else(|e| match e {
-                MetadataError::NodeExists(_) => Ok(()),
-                other => Err(other),
-            })?;
+            .create_if_missing(&DeleteTopicsTopicZNode::path(&name))
+            .await?;
         self.delete_topic_data(&name).await
     }
 

@@ -17,6 +17,10 @@
 //!
 //! `ARCHITECTURE.md` at the repository root is the map.
 
+// No unwrap/expect where a request or a disk read can reach: outside
+// tests, errors are typed (clippy enforces it in CI).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod api;
 pub mod broker;
 pub mod clock;

@@ -260,6 +260,18 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug + 'static {
         })
     }
 
+    /// Creates `path` as an empty persistent znode unless it exists
+    /// (markers and containers several writers may create at once).
+    fn create_if_missing(&self, path: &str) -> StoreFuture<'_, ()> {
+        let path = path.to_owned();
+        Box::pin(async move {
+            match self.create(&path, Vec::new(), CreateMode::Persistent).await {
+                Ok(()) | Err(MetadataError::NodeExists(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     /// Deletes `path` and everything below it, children first (Kafka's
     /// `deleteRecursive`). A znode that is already gone counts as deleted;
     /// children created concurrently are retried a bounded number of times.
