@@ -164,7 +164,9 @@ pub struct PartitionActor {
     role: Role,
     /// The epoch and ISR as assigned, for a restart to take up again.
     assignment: PartitionAssignment,
-    purgatory: Vec<PendingAck>,
+    /// In append order, so in order of `required_offset`: the high
+    /// watermark answers a prefix.
+    purgatory: VecDeque<PendingAck>,
     /// Appends above the high watermark: (their end offset, their bytes),
     /// so HighWatermarkAdvanced can say what became committed.
     uncommitted: VecDeque<(i64, u64)>,
@@ -209,7 +211,7 @@ impl PartitionActor {
             reported_high_watermark: offsets.high_watermark,
             replica,
             assignment,
-            purgatory: Vec::new(),
+            purgatory: VecDeque::new(),
             uncommitted: VecDeque::new(),
             isr_fenced: false,
         };
@@ -298,12 +300,14 @@ impl PartitionActor {
             });
         }
         let high_watermark = self.state.high_watermark;
-        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.purgatory)
-            .into_iter()
-            .filter(|p| !p.reply.is_closed())
-            .partition(|p| p.required_offset <= high_watermark);
-        self.purgatory = waiting;
-        for pending in done {
+        while self
+            .purgatory
+            .front()
+            .is_some_and(|p| p.required_offset <= high_watermark)
+        {
+            let Some(pending) = self.purgatory.pop_front() else {
+                break;
+            };
             let answer = if isr_size < pending.min_insync_replicas {
                 Err(ReplicationError::NotEnoughReplicasAfterAppend)
             } else {
@@ -554,22 +558,8 @@ impl PartitionActor {
             tp: self.tp.clone(),
             high_watermark,
         };
-        // Enqueued at the shard now, its answer awaited apart from this
-        // actor (actix drops a message whose answer nobody awaits), so a
-        // report made while stopping still lands before the close.
-        match self.shard.try_dispatch(report) {
-            Ok(reply) => {
-                actix_rt::spawn(async move {
-                    let _ = reply.await;
-                });
-            }
-            Err(report) => {
-                let shard = self.shard.clone();
-                actix_rt::spawn(async move {
-                    let _ = shard.send(report).await;
-                });
-            }
-        }
+        // Lands before a close that follows a stop.
+        self.shard.send_detached(report);
     }
 }
 
@@ -720,7 +710,7 @@ impl Handler<AppendRecords> for PartitionActor {
                             .reply
                             .send(Err(ReplicationError::NotEnoughReplicasAfterAppend));
                     } else {
-                        actor.purgatory.push(pending);
+                        actor.purgatory.push_back(pending);
                         // Already committed (an ISR of one): answered now.
                         actor.maybe_advance_high_watermark();
                     }

@@ -21,11 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{admin, admin_options, block_on, client_config, raw_request, BrokerProcess};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::Compression;
+use common::{admin, admin_options, block_on, client_config, BrokerProcess};
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
@@ -77,26 +73,9 @@ impl ProducerContext for Tracker {
     }
 }
 
-/// One raw Produce v7 of `records` records to `topic`-`partition`; the
-/// partition's error code.
+/// One raw Produce v7 (acks=1) of `records` records; the error code.
 fn raw_produce(bootstrap: &str, topic: &str, partition: i32, records: usize) -> i16 {
-    let batch = ferrolog::storage::testing::batch_v2(records, 20, Compression::None);
-    let request = ProduceRequest::default()
-        .with_acks(1)
-        .with_timeout_ms(10_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(partition)
-                .with_records(Some(batch))])]);
-    let response: ProduceResponse = raw_request(
-        bootstrap,
-        ApiKey::Produce,
-        7,
-        &request,
-        Duration::from_secs(30),
-    );
-    response.responses[0].partition_responses[0].error_code
+    common::produce_batch(bootstrap, topic, partition, records, 1)
 }
 
 /// Read every record of `topic` from the beginning: partition -> values.

@@ -25,10 +25,26 @@ async fn partition_on_a_new_log(
     dir: &std::path::Path,
     topic: &str,
 ) -> (Addr<LogActor>, TopicPartition, PartitionHandle) {
+    let log = log_actor_on(dir).await;
+    let partition = new_partition(&log, topic, PartitionAssignment::sole_replica(0)).await;
+    (log, TopicPartition::new(topic, 0), partition)
+}
+
+async fn log_actor_on(dir: &std::path::Path) -> Addr<LogActor> {
     let config = LogActorConfig::new(vec![dir.to_path_buf()], LogConfig::default());
-    let (log, _) = LogActor::start(config, Arc::new(SystemClock))
+    LogActor::start(config, Arc::new(SystemClock))
         .await
-        .unwrap();
+        .unwrap()
+        .0
+}
+
+/// A new log for `<topic>-0` and its partition actor, on broker 0, in the
+/// role `assignment` gives it.
+async fn new_partition(
+    log: &Addr<LogActor>,
+    topic: &str,
+    assignment: PartitionAssignment,
+) -> PartitionHandle {
     let tp = TopicPartition::new(topic, 0);
     let offsets = log
         .send(CreateLog {
@@ -39,16 +55,15 @@ async fn partition_on_a_new_log(
         .unwrap()
         .unwrap();
     let shards = log.send(GetShards).await.unwrap();
-    let partition = PartitionActor::start(
+    PartitionActor::start(
         tp.clone(),
         shards.for_partition(&tp),
         offsets,
         EventBus::new(),
         ReplicaContext::standalone(0, Arc::new(SystemClock)),
-        PartitionAssignment::sole_replica(0),
+        assignment,
         None,
-    );
-    (log, tp, partition)
+    )
 }
 
 /// Appends made to the log behind the partition actor's back are invisible
@@ -135,40 +150,13 @@ fn a_partition_that_keeps_failing_goes_offline() {
 fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
-        let (log, _) = LogActor::start(config, Arc::new(SystemClock))
-            .await
-            .unwrap();
-        let shards = log.send(GetShards).await.unwrap();
-        let start = |topic: &str, leader: i32| {
-            let log = log.clone();
-            let shards = shards.clone();
-            let tp = TopicPartition::new(topic, 0);
-            async move {
-                let offsets = log
-                    .send(CreateLog {
-                        tp: tp.clone(),
-                        config: LogConfig::default(),
-                    })
-                    .await
-                    .unwrap()
-                    .unwrap();
-                PartitionActor::start(
-                    tp.clone(),
-                    shards.for_partition(&tp),
-                    offsets,
-                    EventBus::new(),
-                    ReplicaContext::standalone(0, Arc::new(SystemClock)),
-                    PartitionAssignment {
-                        leader,
-                        leader_epoch: 7,
-                        ..PartitionAssignment::sole_replica(0)
-                    },
-                    None,
-                )
-            }
+        let log = log_actor_on(dir.path()).await;
+        let in_epoch_7 = |leader: i32| PartitionAssignment {
+            leader,
+            leader_epoch: 7,
+            ..PartitionAssignment::sole_replica(0)
         };
-        let leader = start("led", 0).await;
+        let leader = new_partition(&log, "led", in_epoch_7(0)).await;
         let (info, _) = leader
             .addr
             .send(AppendRecords {
@@ -182,7 +170,7 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
             .unwrap()
             .unwrap();
         assert_eq!(info.last_offset, 4);
-        let follower = start("followed", 1).await;
+        let follower = new_partition(&log, "followed", in_epoch_7(1)).await;
         let refused = follower
             .addr
             .send(AppendRecords {

@@ -5,7 +5,9 @@
 //! lose nothing that was acknowledged.
 //!
 //! CI runs reduced counts. `FERROLOG_FAULT_SCALE=5` (or more) runs the
-//! leader-kill test with 100k records and 5 kills, as the issue asks.
+//! issue's sizes: 100k records and 5 leader kills, 20 double failovers.
+//! `FERROLOG_DUMP_LOGS=1` prints librdkafka's debug log of the checker's
+//! producer; a test that times out prints every broker's log.
 
 mod common;
 
@@ -16,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{create_replicated_topic, Cluster};
 use common::{client_config, raw_request};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
@@ -111,24 +112,7 @@ fn assert_replicas_converge(cluster: &mut Cluster, topic: &str, partitions: i32)
 /// A raw Produce (acks=all) of one small batch to `topic`-`partition`;
 /// answers the partition's error code.
 fn produce_acks_all(bootstrap: &str, topic: &str, partition: i32) -> i16 {
-    let batch =
-        ferrolog::storage::testing::batch_v2(1, 10, kafka_protocol::records::Compression::None);
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(partition)
-                .with_records(Some(batch))])]);
-    let response: ProduceResponse = raw_request(
-        bootstrap,
-        ApiKey::Produce,
-        7,
-        &request,
-        Duration::from_secs(30),
-    );
-    response.responses[0].partition_responses[0].error_code
+    common::produce_batch(bootstrap, topic, partition, 1, -1)
 }
 
 /// Every acknowledgement, by record id.
@@ -376,6 +360,17 @@ fn dump_logs(cluster: &mut Cluster) {
     }
 }
 
+/// The checker's setting: 3 brokers with min.insync.replicas=2, `topic`
+/// with 3 partitions of 3 replicas, all in sync, and a checker sending
+/// (at most) `records` to it.
+fn checked_topic(topic: &str, records: usize) -> (Cluster, Checker) {
+    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let checker = Checker::start(&cluster, topic, records);
+    (cluster, checker)
+}
+
 /// RF=3, min.insync.replicas=2, acks=all, 3 partitions, records at a
 /// steady rate while the leader of partition 0 is SIGKILLed and restarted.
 /// Nothing acknowledged may be lost, and the replicas end byte-identical.
@@ -384,10 +379,7 @@ fn killed_leaders_lose_no_acknowledged_record() {
     let scale = scale();
     let kills = if scale > 1 { 5 } else { 2 };
     let topic = "checked";
-    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
-    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&mut cluster, topic);
-    let checker = Checker::start(&cluster, topic, 20_000 * scale);
+    let (mut cluster, checker) = checked_topic(topic, 20_000 * scale);
     for kill in 0..kills {
         std::thread::sleep(Duration::from_secs(3));
         let leader = leader_of_partition_0(&cluster, topic);
@@ -410,14 +402,7 @@ fn rapid_double_failover_loses_nothing() {
     let scale = scale();
     let cycles = if scale > 1 { 20 } else { 3 };
     let topic = "double";
-    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
-    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&mut cluster, topic);
-    let checker = Checker::start(&cluster, topic, 1_000_000);
-    let cycles = std::env::var("FERROLOG_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cycles);
+    let (mut cluster, checker) = checked_topic(topic, 1_000_000);
     for cycle in 0..cycles {
         let leader = leader_of_partition_0(&cluster, topic);
         let follower = (leader + 1) % 3;
@@ -431,22 +416,6 @@ fn rapid_double_failover_loses_nothing() {
         wait_for_full_isr(&mut cluster, topic);
         std::thread::sleep(Duration::from_secs(1));
         checker.progress(&format!("after cycle {cycle}"));
-        if std::env::var("FERROLOG_DUMP_LOGS").is_ok() {
-            let leader = leader_of_partition_0(&cluster, topic);
-            eprintln!(
-                "raw acks=all produce to leader {leader}: error {}",
-                produce_acks_all(&cluster.bootstrap(leader), topic, 0)
-            );
-        }
-    }
-    if std::env::var("FERROLOG_DUMP_LOGS").is_ok() {
-        for (id, broker) in cluster.brokers.iter_mut() {
-            for line in broker.log_lines() {
-                if line.contains("WARN") || line.contains("ERROR") || line.contains("INFO") {
-                    eprintln!("broker {id}: {line}");
-                }
-            }
-        }
     }
     // Stop producing early: the checker only needs what was sent so far.
     assert!(checker.sending(), "still producing through every cycle");
@@ -463,10 +432,7 @@ fn rapid_double_failover_loses_nothing() {
 #[test]
 fn a_zombie_leader_is_fenced_and_rejoins() {
     let topic = "zombie";
-    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
-    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
-    wait_for_full_isr(&mut cluster, topic);
-    let checker = Checker::start(&cluster, topic, 1_000_000);
+    let (mut cluster, checker) = checked_topic(topic, 1_000_000);
     std::thread::sleep(Duration::from_secs(2));
     let zombie = leader_of_partition_0(&cluster, topic);
     let pid = cluster.brokers[&zombie].pid() as i32;

@@ -186,6 +186,31 @@ impl ShardLink {
         })
     }
 
+    /// Send `msg` without waiting for its answer, enqueued now when the
+    /// window has room (so it stays in order with the sender's earlier
+    /// messages). The answer is still awaited, on a task of its own:
+    /// actix skips a message whose answer nobody awaits.
+    pub fn send_detached<M, T>(&self, msg: M)
+    where
+        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        T: Send + 'static,
+        LogShard: Handler<M>,
+    {
+        match self.try_dispatch(msg) {
+            Ok(reply) => {
+                actix_rt::spawn(async move {
+                    let _ = reply.await;
+                });
+            }
+            Err(msg) => {
+                let link = self.clone();
+                actix_rt::spawn(async move {
+                    let _ = link.send(msg).await;
+                });
+            }
+        }
+    }
+
     /// Send `msg` to the shard, within its in-flight window.
     pub async fn send<M, T>(&self, msg: M) -> Result<T, LogActorError>
     where

@@ -19,6 +19,22 @@ pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 
 const VERSION: u32 = 0;
 
+/// Replaces `path` with `text` so that a crash leaves the old file or the
+/// new one, never a torn one: a fsynced temporary file renamed over it,
+/// then the directory fsynced.
+pub fn write_durably(path: &Path, text: &str) -> Result<(), LogError> {
+    let tmp = path.with_extension("tmp");
+    let io_err = |e| LogError::io(path, e);
+    let mut file = File::create(&tmp).map_err(io_err)?;
+    file.write_all(text.as_bytes()).map_err(io_err)?;
+    file.sync_all().map_err(io_err)?;
+    fs::rename(&tmp, path).map_err(io_err)?;
+    if let Some(dir) = path.parent() {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(io_err)?;
+    }
+    Ok(())
+}
+
 /// One checkpoint file in a log directory.
 #[derive(Debug, Clone)]
 pub struct OffsetCheckpointFile {
@@ -41,16 +57,7 @@ impl OffsetCheckpointFile {
         for (tp, offset) in offsets {
             text.push_str(&format!("{} {} {offset}\n", tp.topic, tp.partition));
         }
-        let tmp = self.path.with_extension("tmp");
-        let io_err = |e| LogError::io(&self.path, e);
-        let mut file = File::create(&tmp).map_err(io_err)?;
-        file.write_all(text.as_bytes()).map_err(io_err)?;
-        file.sync_all().map_err(io_err)?;
-        fs::rename(&tmp, &self.path).map_err(io_err)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir).and_then(|d| d.sync_all()).map_err(io_err)?;
-        }
-        Ok(())
+        write_durably(&self.path, &text)
     }
 
     /// The offsets in the file; empty when there is no file yet.

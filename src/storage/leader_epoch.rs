@@ -5,11 +5,10 @@
 //! returning leader finds where its log diverged from the new leader's.
 //!
 //! It never guesses: an epoch it does not know answers Kafka's undefined
-//! values, and every change is on disk (written whole, then renamed) before
-//! the caller goes on.
+//! values, and every change is on disk (written whole, renamed, its
+//! directory synced) before the caller goes on.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::LogError;
@@ -140,14 +139,7 @@ impl LeaderEpochCache {
         for e in &self.entries {
             text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
         }
-        let tmp = self.path.with_extension("tmp");
-        let write = || -> std::io::Result<()> {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|e| LogError::io(&self.path, e))
+        super::checkpoint::write_durably(&self.path, &text)
     }
 }
 

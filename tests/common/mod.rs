@@ -261,6 +261,41 @@ pub fn require_tool(tool: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
+/// One raw Produce v7 of a batch of `records` records to `topic`-`partition`
+/// with `acks`; answers the partition's error code.
+pub fn produce_batch(
+    bootstrap: &str,
+    topic: &str,
+    partition: i32,
+    records: usize,
+    acks: i16,
+) -> i16 {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let batch = ferrolog::storage::testing::batch_v2(
+        records,
+        20,
+        kafka_protocol::records::Compression::None,
+    );
+    let request = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(batch))])]);
+    let response: ProduceResponse = raw_request(
+        bootstrap,
+        ApiKey::Produce,
+        7,
+        &request,
+        Duration::from_secs(30),
+    );
+    response.responses[0].partition_responses[0].error_code
+}
+
 /// One request and its response on a fresh connection, encoded and decoded
 /// with kafka-protocol (no client library in between).
 pub fn raw_request<Req, Resp>(
