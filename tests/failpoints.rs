@@ -17,7 +17,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -78,40 +77,6 @@ fn raw_produce(bootstrap: &str, topic: &str, partition: i32, records: usize) -> 
     common::produce_batch(bootstrap, topic, partition, records, 1)
 }
 
-/// Read every record of `topic` from the beginning: partition -> values.
-fn drain(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    expected: usize,
-) -> BTreeMap<i32, Vec<u64>> {
-    let consumer: BaseConsumer = client_config(bootstrap)
-        .set("group.id", format!("drain-{topic}"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut list = TopicPartitionList::new();
-    for p in 0..partitions {
-        list.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&list).unwrap();
-    let mut seen: BTreeMap<i32, Vec<u64>> = BTreeMap::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut count = 0;
-    while count < expected && Instant::now() < deadline {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let seq = std::str::from_utf8(m.payload().unwrap_or_default())
-                .unwrap()
-                .parse()
-                .unwrap();
-            seen.entry(m.partition()).or_default().push(seq);
-            count += 1;
-        }
-    }
-    seen
-}
-
 /// `partition.append.fp-3` panics on its 51st append while a librdkafka
 /// producer sends 4,000 records round robin over 8 partitions, flushing
 /// every 8 so that each partition sees 500 appends. Every record is acknowledged exactly once and is stored
@@ -165,7 +130,7 @@ fn a_panicking_partition_restarts_while_the_others_keep_acknowledging() {
         tracker.0.failed
     );
     assert_eq!(tracker.0.acked.lock().unwrap().len(), total);
-    let stored = drain(&broker.bootstrap, "fp", 8, total);
+    let stored = common::drain_ids(&broker.bootstrap, "fp", 8, total, Duration::ZERO);
     for partition in 0..8 {
         let expected: Vec<u64> = (0..total as u64)
             .filter(|s| s % 8 == partition as u64)

@@ -156,50 +156,6 @@ impl ProducerContext for Acks {
     }
 }
 
-/// Drains `topic` from the start with a fresh consumer: per partition, the
-/// record ids in offset order.
-fn drain(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    expected: usize,
-) -> BTreeMap<i32, Vec<u64>> {
-    let consumer: BaseConsumer = client_config(bootstrap)
-        .set("group.id", format!("drain-{}", uuid::Uuid::new_v4()))
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    for p in 0..partitions {
-        assignment
-            .add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("assign");
-    }
-    consumer.assign(&assignment).expect("assign");
-    let mut seen: BTreeMap<i32, Vec<u64>> = BTreeMap::new();
-    let mut total = 0;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut quiet_since = Instant::now();
-    while Instant::now() < deadline {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                let id = String::from_utf8_lossy(m.payload().unwrap_or_default())
-                    .parse::<u64>()
-                    .expect("payloads are ids");
-                seen.entry(m.partition()).or_default().push(id);
-                total += 1;
-                quiet_since = Instant::now();
-            }
-            _ => {
-                if total >= expected && quiet_since.elapsed() > Duration::from_secs(3) {
-                    break;
-                }
-            }
-        }
-    }
-    seen
-}
-
 /// The checker: a librdkafka producer (acks=all, no idempotence)
 /// sends records with unique ids at a steady rate from its own thread and
 /// logs every acknowledgement; `finish` drains the topic with a fresh
@@ -287,7 +243,13 @@ impl Checker {
     fn finish(self, cluster: &Cluster, topic: &str, partitions: i32, what: &str) {
         self.sender.join().expect("producer thread");
         let acked = std::mem::take(&mut *self.acks.0.lock().unwrap());
-        let consumed = drain(&cluster.bootstrap(0), topic, partitions, acked.ok.len());
+        let consumed = common::drain_ids(
+            &cluster.bootstrap(0),
+            topic,
+            partitions,
+            acked.ok.len(),
+            Duration::from_secs(3),
+        );
         let mut seen = HashSet::new();
         let mut duplicates = 0;
         let mut order_violations = 0;
@@ -466,11 +428,7 @@ fn acks_all_needs_min_insync_replicas() {
     let topic = "guarded";
     let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
-    wait_until("a full ISR", Duration::from_secs(60), || {
-        isrs(&cluster, 0, topic)
-            .get(&0)
-            .is_some_and(|isr| isr.len() == 3)
-    });
+    wait_for_full_isr(&mut cluster, topic);
     let leader = cluster.view(0, topic).0[&0];
     assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
     let survivor = leader;
@@ -530,11 +488,7 @@ fn a_stalled_follower_leaves_the_isr_and_rejoins() {
     let lag = format!("replica.lag.time.max.ms={lag_ms}");
     let mut cluster = replicated_cluster(&[&lag]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
-    wait_until("a full ISR", Duration::from_secs(60), || {
-        isrs(&cluster, 0, topic)
-            .get(&0)
-            .is_some_and(|isr| isr.len() == 3)
-    });
+    wait_for_full_isr(&mut cluster, topic);
     let leader = cluster.view(0, topic).0[&0];
     let follower = (leader + 1) % 3;
     let pid = cluster.brokers[&follower].pid() as i32;

@@ -261,6 +261,52 @@ pub fn require_tool(tool: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
+/// Reads `topic` from the beginning of its `partitions` with a fresh,
+/// assigned consumer whose record values are decimal ids: partition ->
+/// ids in offset order. Stops at `expected` records, or with a `linger`,
+/// once that long has passed without a record after `expected` (to see
+/// duplicates); bounded by two minutes.
+pub fn drain_ids(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    expected: usize,
+    linger: Duration,
+) -> std::collections::BTreeMap<i32, Vec<u64>> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::Message;
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", format!("drain-{topic}-{}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        assignment
+            .add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .expect("assign");
+    }
+    consumer.assign(&assignment).expect("assign");
+    let mut seen: std::collections::BTreeMap<i32, Vec<u64>> = Default::default();
+    let mut total = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline {
+        if total >= expected && (linger.is_zero() || quiet_since.elapsed() > linger) {
+            break;
+        }
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let id = String::from_utf8_lossy(m.payload().unwrap_or_default())
+                .parse::<u64>()
+                .expect("payloads are ids");
+            seen.entry(m.partition()).or_default().push(id);
+            total += 1;
+            quiet_since = Instant::now();
+        }
+    }
+    seen
+}
+
 /// One raw Produce v7 of a batch of `records` records to `topic`-`partition`
 /// with `acks`; answers the partition's error code.
 pub fn produce_batch(
