@@ -538,6 +538,22 @@ fn control_requests_from_the_past_are_fenced() {
         stale_broker.error_code,
         ResponseError::StaleBrokerEpoch.code()
     );
+    // Without ZooKeeper no other controller can exist: even a newer
+    // controller epoch is refused, and the broker stays the controller.
+    let newer_controller: UpdateMetadataResponse = raw_request(
+        &broker.bootstrap,
+        ApiKey::UpdateMetadata,
+        7,
+        &UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(1000)
+            .with_broker_epoch(-1),
+        TIMEOUT,
+    );
+    assert_eq!(
+        newer_controller.error_code,
+        ResponseError::StaleControllerEpoch.code()
+    );
     // The broker's own view is untouched: it is still the controller and
     // still serves the topic.
     let view = metadata(
