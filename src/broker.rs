@@ -312,6 +312,12 @@ fn open_embedded_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataStore>, 
         .log_dirs
         .first()
         .ok_or_else(|| BrokerError::Config("log.dirs is empty".into()))?;
+    // The store lives in the first log dir, opened before the logs (which
+    // create their dirs): create it here, as Kafka creates missing log dirs.
+    std::fs::create_dir_all(first).map_err(|source| MetadataError::Persist {
+        path: first.clone(),
+        source,
+    })?;
     let store = EmbeddedStore::open(&first.join(EMBEDDED_STORE_FILE_NAME))?;
     Ok(store)
 }

@@ -125,3 +125,29 @@ fn sigterm_shuts_down_cleanly_and_restart_skips_recovery() {
     sigterm(&child);
     assert!(child.wait().unwrap().success());
 }
+
+/// As Kafka does, the broker creates `log.dirs` that do not exist yet (the
+/// README's first command, on a fresh machine, points at one), including
+/// the one holding the embedded metadata store.
+#[test]
+fn missing_log_dirs_are_created_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_dir = dir.path().join("not/there/yet");
+    let mut child = ferrolog()
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties"),
+        ])
+        .args(["--override", &format!("log.dirs={}", log_dir.display())])
+        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_started(&mut child);
+    sigterm(&child);
+    assert!(child.wait().unwrap().success());
+    assert!(log_dir.join("ferrolog-metadata.json").is_file());
+    assert!(log_dir.join("recovery-point-offset-checkpoint").is_file());
+}
