@@ -436,10 +436,8 @@ pub async fn read_groups(
         let read = handle
             .addr
             .send(ReadRecords {
-                offset,
-                max_bytes: 1 << 20,
-                current_leader_epoch: -1,
                 to_log_end: true,
+                ..ReadRecords::committed(offset, 1 << 20)
             })
             .await
             .map_err(|_| GroupLoadError::PartitionStopped)??;

@@ -1,6 +1,7 @@
 //! The event bus: typed broker events (topics created, deleted or
 //! reconfigured, leadership gained or lost, high watermarks advanced,
-//! groups rebalanced or emptied, brokers registered or gone) fanned out to
+//! groups rebalanced or emptied, brokers registered or gone, group
+//! flushes) fanned out to
 //! every actor that subscribed to their kind. Built-in actors publish here,
 //! and extensions and built-in actors subscribe alike; the ZooKeeper
 //! session's watches are meant to arrive here as the same events.
@@ -51,6 +52,13 @@ pub enum BrokerEvent {
         records: i64,
         bytes: u64,
     },
+    /// A group commit fsynced `tp` up to `recovery_point`, answering
+    /// `produces` appends that waited for it (`flush.messages`).
+    LogFlushed {
+        tp: TopicPartition,
+        recovery_point: i64,
+        produces: usize,
+    },
     /// A rebalance completed: the group is Stable in `generation_id`.
     GroupRebalanced {
         group_id: String,
@@ -82,10 +90,11 @@ pub enum EventKind {
     GroupEmptied,
     BrokerRegistered,
     BrokerLeft,
+    LogFlushed,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::TopicCreated,
         EventKind::TopicDeleted,
         EventKind::TopicConfigChanged,
@@ -96,6 +105,7 @@ impl EventKind {
         EventKind::GroupEmptied,
         EventKind::BrokerRegistered,
         EventKind::BrokerLeft,
+        EventKind::LogFlushed,
     ];
 
     fn bit(self) -> u32 {
@@ -116,6 +126,7 @@ impl BrokerEvent {
             BrokerEvent::GroupEmptied { .. } => EventKind::GroupEmptied,
             BrokerEvent::BrokerRegistered { .. } => EventKind::BrokerRegistered,
             BrokerEvent::BrokerLeft { .. } => EventKind::BrokerLeft,
+            BrokerEvent::LogFlushed { .. } => EventKind::LogFlushed,
         }
     }
 }

@@ -37,7 +37,7 @@ use tokio::sync::{oneshot, watch};
 use crate::clock::SharedClock;
 use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPartitionStateZNode};
 use crate::metadata::MetadataStore;
-use crate::replication::{LeaderState, ReplicationError};
+use crate::replication::{LeaderState, ReadReplica, ReplicationError};
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
@@ -146,6 +146,12 @@ struct PendingAck {
     reply: oneshot::Sender<Result<(), ReplicationError>>,
 }
 
+/// A produce whose records wait for the next group flush (`flush.messages`).
+struct PendingFlush {
+    required_offset: i64,
+    reply: oneshot::Sender<Result<(), LogActorError>>,
+}
+
 pub struct PartitionActor {
     tp: TopicPartition,
     shard: ShardLink,
@@ -175,6 +181,13 @@ pub struct PartitionActor {
     /// An ISR write was refused for a stale znode version: wait for the
     /// controller's next LeaderAndIsr instead of retrying.
     isr_fenced: bool,
+    /// In append order: the next flush answers a prefix.
+    flush_waiters: VecDeque<PendingFlush>,
+    /// At most one `Flush` at the shard; appends queued behind it share
+    /// the next one (group commit).
+    flush_in_flight: bool,
+    /// A follower served a consumer (logged once).
+    served_consumers: bool,
 }
 
 impl PartitionActor {
@@ -214,6 +227,9 @@ impl PartitionActor {
             purgatory: VecDeque::new(),
             uncommitted: VecDeque::new(),
             isr_fenced: false,
+            flush_waiters: VecDeque::new(),
+            flush_in_flight: false,
+            served_consumers: false,
         };
         PartitionHandle {
             addr: supervise(arbiter, spec, link.clone(), move |_| actor),
@@ -315,6 +331,56 @@ impl PartitionActor {
             };
             let _ = pending.reply.send(answer);
         }
+    }
+
+    /// Group commit: one fsync answers every append waiting for one. At
+    /// most one flush is in flight; the appends that reach the shard while
+    /// it runs share the next.
+    fn request_group_flush(&mut self, ctx: &mut Context<Self>) {
+        if self.flush_in_flight || self.flush_waiters.is_empty() {
+            return;
+        }
+        self.flush_in_flight = true;
+        let flush = self.dispatch(
+            log_actor::Flush {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        ctx.spawn(flush.into_actor(self).map(|result, actor, ctx| {
+            actor.flush_in_flight = false;
+            actor.observe(&result);
+            match result {
+                Ok(recovery_point) => {
+                    let mut produces = 0;
+                    while actor
+                        .flush_waiters
+                        .front()
+                        .is_some_and(|w| w.required_offset <= recovery_point)
+                    {
+                        if let Some(waiter) = actor.flush_waiters.pop_front() {
+                            let _ = waiter.reply.send(Ok(()));
+                            produces += 1;
+                        }
+                    }
+                    actor.events.publish(BrokerEvent::LogFlushed {
+                        tp: actor.tp.clone(),
+                        recovery_point,
+                        produces,
+                    });
+                }
+                Err(e) => {
+                    let reason = format!("flush failed: {e}");
+                    for waiter in actor.flush_waiters.drain(..) {
+                        let _ = waiter.reply.send(Err(LogActorError::PartitionOffline {
+                            tp: actor.tp.clone(),
+                            reason: reason.clone(),
+                        }));
+                    }
+                }
+            }
+            actor.request_group_flush(ctx);
+        }));
     }
 
     /// Leadership went: every waiting produce learns it.
@@ -591,6 +657,9 @@ impl actix::Supervised for PartitionActor {
             "partition {} restarts and rebuilds its state from the log",
             self.tp
         );
+        // The restart dropped the flush in flight with the old context.
+        self.flush_in_flight = false;
+        self.request_group_flush(ctx);
         let shard = self.shard.clone();
         let tp = self.tp.clone();
         // Nothing is served until the state is rebuilt.
@@ -676,7 +745,7 @@ impl Handler<AppendRecords> for PartitionActor {
         let bytes = msg.records.len() as u64;
         let acks = msg.acks;
         let append = self.dispatch(
-            log_actor::Append {
+            log_actor::AppendDeferringFlush {
                 tp: self.tp.clone(),
                 records: msg.records,
             },
@@ -685,9 +754,19 @@ impl Handler<AppendRecords> for PartitionActor {
         Box::pin(
             append
                 .into_actor(self)
-                .map(move |result, actor, _ctx| {
+                .map(move |result, actor, ctx| {
                     actor.observe(&result);
-                    let info = result?;
+                    let mut info = result?;
+                    let flushed = info.flush_due.then(|| {
+                        let (reply, flushed) = oneshot::channel();
+                        actor.flush_waiters.push_back(PendingFlush {
+                            required_offset: info.last_offset + 1,
+                            reply,
+                        });
+                        actor.request_group_flush(ctx);
+                        flushed
+                    });
+                    info.flush_due = false;
                     actor.uncommitted.push_back((info.log_end_offset, bytes));
                     actor.set_log_end_offset(info.log_end_offset.max(actor.state.log_end_offset));
                     actor.maybe_advance_high_watermark();
@@ -697,7 +776,7 @@ impl Handler<AppendRecords> for PartitionActor {
                         timeout,
                     } = acks
                     else {
-                        return Ok((info, log_start, None));
+                        return Ok((info, log_start, flushed, None));
                     };
                     let (reply, confirmed) = oneshot::channel();
                     let pending = PendingAck {
@@ -714,11 +793,14 @@ impl Handler<AppendRecords> for PartitionActor {
                         // Already committed (an ISR of one): answered now.
                         actor.maybe_advance_high_watermark();
                     }
-                    Ok((info, log_start, Some((confirmed, timeout))))
+                    Ok((info, log_start, flushed, Some((confirmed, timeout))))
                 })
                 .then(|result: Result<_, LogActorError>, _actor, _ctx| {
                     fut::wrap_future(async move {
-                        let (info, log_start, wait) = result?;
+                        let (info, log_start, flushed, wait) = result?;
+                        if let Some(flushed) = flushed {
+                            flushed.await.map_err(|_| LogActorError::Stopped)??;
+                        }
                         if let Some((confirmed, timeout)) = wait {
                             match tokio::time::timeout(timeout, confirmed).await {
                                 Ok(Ok(answer)) => answer?,
@@ -748,6 +830,12 @@ pub struct ReadRecords {
     /// leader's high watermark until its followers fetch again, and Kafka
     /// loads them to the log end too).
     pub to_log_end: bool,
+    /// A consumer's Fetch v11+ (KIP-392): a follower serves it too, up to
+    /// its own high watermark.
+    pub follower_may_serve: bool,
+    /// As leader, also list the in-sync followers the consumer could read
+    /// from instead (`PartitionRead::read_replicas`).
+    pub list_read_replicas: bool,
 }
 
 impl ReadRecords {
@@ -758,6 +846,8 @@ impl ReadRecords {
             max_bytes,
             current_leader_epoch: -1,
             to_log_end: false,
+            follower_may_serve: false,
+            list_read_replicas: false,
         }
     }
 }
@@ -767,6 +857,8 @@ impl ReadRecords {
 pub struct PartitionRead {
     pub read: ReadInfo,
     pub state: PartitionState,
+    /// Followers the consumer could read from, when asked (KIP-392).
+    pub read_replicas: Vec<ReadReplica>,
 }
 
 impl Message for ReadRecords {
@@ -777,12 +869,45 @@ impl Handler<ReadRecords> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
 
     fn handle(&mut self, msg: ReadRecords, ctx: &mut Context<Self>) -> Self::Result {
-        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
+        let serves = match &self.role {
+            Role::Follower { leader_epoch, .. } if msg.follower_may_serve => {
+                match self.offline_error() {
+                    Some(e) => Err(e),
+                    None => ReplicationError::check_epoch(msg.current_leader_epoch, *leader_epoch)
+                        .map_err(LogActorError::from),
+                }
+            }
+            _ => self.check_leader(msg.current_leader_epoch),
+        };
+        if let Err(e) = serves {
             return Box::pin(fut::ready(Err(e)));
         }
+        let read_replicas = match &self.role {
+            Role::Leader(leader) if msg.list_read_replicas => {
+                leader.read_replicas(msg.offset, self.now_ms())
+            }
+            Role::Leader(_) => Vec::new(),
+            Role::Follower { .. } => {
+                if !self.served_consumers {
+                    self.served_consumers = true;
+                    log::info!(
+                        "partition {}: serving consumer fetches as a follower (KIP-392)",
+                        self.tp
+                    );
+                }
+                Vec::new()
+            }
+        };
         fail::fail_point!(&format!("partition.read.{}", self.tp));
         self.ensure_log_online(ctx);
-        self.read(msg.offset, msg.max_bytes, !msg.to_log_end)
+        Box::pin(self.read(msg.offset, msg.max_bytes, !msg.to_log_end).map(
+            move |result, _actor, _ctx| {
+                result.map(|read| PartitionRead {
+                    read_replicas,
+                    ..read
+                })
+            },
+        ))
     }
 }
 
@@ -817,7 +942,11 @@ impl PartitionActor {
                     // shard; every read brings the news.
                     actor.note_log_start(read.log_start_offset);
                     state.log_start_offset = state.log_start_offset.max(read.log_start_offset);
-                    Ok(PartitionRead { read, state })
+                    Ok(PartitionRead {
+                        read,
+                        state,
+                        read_replicas: Vec::new(),
+                    })
                 }),
         )
     }

@@ -3,7 +3,7 @@
 //! Kafka-compatible broker (ferrolog or another) from the outside:
 //!
 //! ```text
-//! perf create-topic --bootstrap H:P --topic T --partitions P [--replication-factor R]
+//! perf create-topic --bootstrap H:P --topic T --partitions P [--replication-factor R] [--config K=V]
 //! perf produce --bootstrap H:P --topic T --count N --size BYTES [--partitions P] [--acks 1]
 //! perf consume --bootstrap H:P --topic T --count N [--partitions P] [--batch 10000]
 //! ```
@@ -101,6 +101,9 @@ struct CreateArgs {
     /// Replicas per partition.
     #[arg(long, default_value_t = 1)]
     replication_factor: i32,
+    /// A topic config, `key=value` (repeatable), e.g. `flush.messages=1`.
+    #[arg(long = "config")]
+    configs: Vec<String>,
 }
 
 #[derive(Args)]
@@ -228,11 +231,17 @@ fn create_topic(args: &CreateArgs) -> Result<(), String> {
     let options = AdminOptions::new()
         .request_timeout(Some(Duration::from_secs(30)))
         .operation_timeout(Some(Duration::from_secs(30)));
-    let topic = NewTopic::new(
+    let mut topic = NewTopic::new(
         &common.topic,
         args.partitions,
         TopicReplication::Fixed(args.replication_factor),
     );
+    for pair in &args.configs {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--config {pair}: expected key=value"))?;
+        topic = topic.set(key, value);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

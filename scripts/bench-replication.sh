@@ -26,10 +26,14 @@ scripts/cluster.sh start 3 >/dev/null
 trap 'scripts/cluster.sh stop >/dev/null' EXIT
 bootstrap="$(cat "$FERROLOG_CLUSTER_DIR/bootstrap")"
 
-# One produce run: prints "records_per_sec p50_ms p99_ms".
+# shellcheck source=scripts/bench-common.sh
+source scripts/bench-common.sh
+
+# One produce run of configuration $1 ("RF=<rf> acks=<acks>"), round $2.
 run() {
-  local rf="$1" acks="$2" round="$3"
-  local topic="bench-rf$rf-acks$acks-$round"
+  local rf acks
+  read -r rf acks < <(sed -E 's/RF=([0-9]+) acks=(.*)/\1 \2/' <<<"$1")
+  local topic="bench-rf$rf-acks$acks-$2"
   "$perf" create-topic --bootstrap "$bootstrap" --topic "$topic" \
     --partitions "$partitions" --replication-factor "$rf" >/dev/null
   # Warm up: a new topic's followers start fetching within
@@ -37,34 +41,9 @@ run() {
   "$perf" produce --bootstrap "$bootstrap" --topic "$topic" --count 1000 \
     --size "$size" --partitions "$partitions" --acks all >/dev/null 2>&1
   "$perf" produce --bootstrap "$bootstrap" --topic "$topic" --count "$count" \
-    --size "$size" --partitions "$partitions" --acks "$acks" 2>/dev/null |
-    python3 -c '
-import sys
-fields = dict(kv.split("=") for kv in sys.stdin.read().split())
-print(fields["records_per_sec"], fields.get("latency_p50_ms", "nan"), fields.get("latency_p99_ms", "nan"))'
+    --size "$size" --partitions "$partitions" --acks "$acks" 2>/dev/null | perf_summary
 }
 
-median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
-
-declare -A rate p50 p99
-for config in "1 1" "3 1" "3 all"; do
-  read -r rf acks <<<"$config"
-  rates=() p50s=() p99s=()
-  for round in $(seq 1 "$rounds"); do
-    read -r r l50 l99 < <(run "$rf" "$acks" "$round")
-    rates+=("$r") p50s+=("$l50") p99s+=("$l99")
-  done
-  rate[$config]=$(median "${rates[@]}")
-  p50[$config]=$(median "${p50s[@]}")
-  p99[$config]=$(median "${p99s[@]}")
-done
-
-base="${rate[1 1]}"
-printf '%-14s %14s %8s %10s %10s\n' config records/s ratio p50_ms p99_ms
-for config in "1 1" "3 1" "3 all"; do
-  read -r rf acks <<<"$config"
-  ratio=$(python3 -c "print(f'{${rate[$config]} / $base:.2f}')")
-  printf '%-14s %14.0f %8s %10s %10s\n' "RF=$rf acks=$acks" "${rate[$config]}" "$ratio" \
-    "${p50[$config]}" "${p99[$config]}"
-done
+measure "RF=1 acks=1" "RF=3 acks=1" "RF=3 acks=all"
+print_table "RF=1 acks=1" "RF=3 acks=1" "RF=3 acks=all"
 echo "($count records of $size bytes, $partitions partitions, median of $rounds rounds)"

@@ -75,6 +75,7 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "replica.lag.time.max.ms",
     "replica.high.watermark.checkpoint.interval.ms",
     "unclean.leader.election.enable",
+    "replica.selector.class",
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "offsets.retention.minutes",
@@ -110,6 +111,36 @@ pub enum ConfigError {
         value: String,
         reason: String,
     },
+}
+
+/// Which replica a consumer is told to fetch from (`replica.selector.class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaSelector {
+    /// Kafka's default (no selector): always the leader.
+    LeaderOnly,
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: an
+    /// in-sync replica in the consumer's `client.rack`, if there is one.
+    RackAware,
+}
+
+impl ReplicaSelector {
+    pub const RACK_AWARE_CLASS: &'static str =
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+    fn parse(raw: &str) -> Result<ReplicaSelector, ConfigError> {
+        match raw.trim() {
+            "" => Ok(ReplicaSelector::LeaderOnly),
+            Self::RACK_AWARE_CLASS => Ok(ReplicaSelector::RackAware),
+            other => Err(ConfigError::InvalidValue {
+                key: "replica.selector.class".into(),
+                value: other.into(),
+                reason: format!(
+                    "Java classes cannot be loaded; the built-in selector is {}",
+                    Self::RACK_AWARE_CLASS
+                ),
+            }),
+        }
+    }
 }
 
 /// Something worth telling the operator that does not stop the broker.
@@ -265,6 +296,9 @@ pub struct BrokerConfig {
     pub replica_lag_time_max_ms: u64,
     pub replica_high_watermark_checkpoint_interval_ms: u64,
     pub unclean_leader_election_enable: bool,
+    /// `replica.selector.class`: whether consumers may be sent to a
+    /// closer replica than the leader (KIP-392).
+    pub replica_selector: ReplicaSelector,
     pub offsets_topic_num_partitions: i32,
     pub offsets_topic_replication_factor: i16,
     pub offsets_retention_minutes: u64,
@@ -333,6 +367,7 @@ impl Default for BrokerConfig {
             replica_lag_time_max_ms: 30_000,
             replica_high_watermark_checkpoint_interval_ms: 5_000,
             unclean_leader_election_enable: false,
+            replica_selector: ReplicaSelector::LeaderOnly,
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
             offsets_retention_minutes: 7 * 24 * 60,
@@ -734,6 +769,9 @@ impl BrokerConfig {
                 "unclean.leader.election.enable",
                 d.unclean_leader_election_enable,
             )?,
+            replica_selector: p
+                .raw("replica.selector.class")
+                .map_or(Ok(d.replica_selector), ReplicaSelector::parse)?,
             offsets_topic_num_partitions: p.int(
                 "offsets.topic.num.partitions",
                 Int,
@@ -1659,6 +1697,23 @@ mod tests {
             parse_err("compression.type=brotli"),
             "compression.type",
             "expected one of",
+        );
+        assert_eq!(
+            parse(
+                "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector"
+            )
+            .0
+            .replica_selector,
+            ReplicaSelector::RackAware
+        );
+        assert_eq!(
+            parse("replica.selector.class=").0.replica_selector,
+            ReplicaSelector::LeaderOnly
+        );
+        assert_invalid(
+            parse_err("replica.selector.class=com.example.NearestReplica"),
+            "replica.selector.class",
+            "RackAwareReplicaSelector",
         );
         assert_invalid(
             parse_err("log.message.timestamp.type=createtime"),

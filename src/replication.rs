@@ -198,6 +198,22 @@ impl LeaderState {
         })
     }
 
+    /// The in-sync followers a consumer at `fetch_offset` could read from
+    /// instead of this leader (KIP-392): those whose log reaches it.
+    pub fn read_replicas(&self, fetch_offset: i64, now_ms: i64) -> Vec<ReadReplica> {
+        self.isr
+            .iter()
+            .filter(|&&id| id != self.broker_id)
+            .filter_map(|id| self.followers.get(id).map(|f| (*id, f)))
+            .filter(|(_, f)| f.log_end_offset >= fetch_offset)
+            .map(|(broker_id, f)| ReadReplica {
+                broker_id,
+                log_end_offset: f.log_end_offset,
+                caught_up_ago_ms: now_ms.saturating_sub(f.last_caught_up_ms).max(0),
+            })
+            .collect()
+    }
+
     /// Followers in the ISR that have not caught up for longer than
     /// `lag_time_max_ms`; the ISR to write without them, or `None`. The
     /// leader always stays.
@@ -227,6 +243,38 @@ impl LeaderState {
                 .collect(),
         )
     }
+}
+
+/// A replica a consumer may read from, as its leader sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadReplica {
+    pub broker_id: i32,
+    pub log_end_offset: i64,
+    pub caught_up_ago_ms: i64,
+}
+
+/// Kafka's `RackAwareReplicaSelector`: for a consumer in `client_rack`,
+/// the leader if it shares the rack (or nobody does), else the replica in
+/// the rack with the most data, the most recently caught up first on a
+/// tie. `None` means the leader.
+pub fn preferred_read_replica(
+    client_rack: &str,
+    leader_rack: Option<&str>,
+    followers: &[(ReadReplica, Option<String>)],
+) -> Option<i32> {
+    if client_rack.is_empty() || leader_rack == Some(client_rack) {
+        return None;
+    }
+    followers
+        .iter()
+        .filter(|(_, rack)| rack.as_deref() == Some(client_rack))
+        .map(|(replica, _)| replica)
+        .max_by(|a, b| {
+            a.log_end_offset
+                .cmp(&b.log_end_offset)
+                .then(b.caught_up_ago_ms.cmp(&a.caught_up_ago_ms))
+        })
+        .map(|replica| replica.broker_id)
 }
 
 #[cfg(test)]
@@ -285,5 +333,33 @@ mod tests {
         // 3 is being added: until confirmed, the HW waits for it too.
         l.pending_isr = Some([1, 2, 3].into_iter().collect());
         assert_eq!(l.high_watermark(10), 4);
+    }
+
+    #[test]
+    fn rack_aware_selection_prefers_the_clients_rack() {
+        let replica = |broker_id, log_end_offset, caught_up_ago_ms| ReadReplica {
+            broker_id,
+            log_end_offset,
+            caught_up_ago_ms,
+        };
+        let followers = vec![
+            (replica(2, 100, 0), Some("b".to_string())),
+            (replica(3, 120, 50), Some("b".to_string())),
+            (replica(4, 120, 10), Some("b".to_string())),
+            (replica(5, 500, 0), Some("c".to_string())),
+        ];
+        // The most data in rack b, then the freshest.
+        assert_eq!(preferred_read_replica("b", Some("a"), &followers), Some(4));
+        // The leader's own rack, no rack, or a rack nobody is in: the leader.
+        assert_eq!(preferred_read_replica("a", Some("a"), &followers), None);
+        assert_eq!(preferred_read_replica("", Some("a"), &followers), None);
+        assert_eq!(preferred_read_replica("z", Some("a"), &followers), None);
+        // Only in-sync followers that reach the fetch offset are candidates.
+        let mut leader = LeaderState::new(1, 3, &[1, 2], &[1, 2, 3], 0, 0, 1_000);
+        leader.record_fetch(2, 50, 60, 50, 1_100);
+        leader.record_fetch(3, 60, 60, 50, 1_100);
+        let candidates = leader.read_replicas(55, 1_200);
+        assert!(candidates.is_empty(), "{candidates:?}");
+        assert_eq!(leader.read_replicas(40, 1_200), vec![replica(2, 50, 200)]);
     }
 }

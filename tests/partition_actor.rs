@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
-use ferrolog::actors::event_bus::EventBus;
+use ferrolog::actors::event_bus::{BrokerEvent, EventBus, EventKind};
 use ferrolog::actors::log::{
-    Append, Close, CreateLog, GetShards, LogActor, LogActorConfig, LogActorError,
+    Append, Close, CreateLog, GetLogOffsets, GetShards, LogActor, LogActorConfig, LogActorError,
 };
 use ferrolog::actors::partition::{
     Acks, AppendRecords, GetState, PartitionActor, PartitionAssignment, PartitionHandle,
@@ -202,5 +202,129 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
         let checkpoint =
             std::fs::read_to_string(dir.path().join("replication-offset-checkpoint")).unwrap();
         assert!(checkpoint.contains("led 0 5"), "{checkpoint}");
+    });
+}
+
+/// Collects the group flushes the event bus reports: (recovery point,
+/// produces answered).
+struct FlushWatcher(Arc<std::sync::Mutex<Vec<(i64, usize)>>>);
+
+impl actix::Actor for FlushWatcher {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<BrokerEvent> for FlushWatcher {
+    type Result = ();
+
+    fn handle(&mut self, event: BrokerEvent, _ctx: &mut actix::Context<Self>) {
+        if let BrokerEvent::LogFlushed {
+            recovery_point,
+            produces,
+            ..
+        } = event
+        {
+            self.0.lock().unwrap().push((recovery_point, produces));
+        }
+    }
+}
+
+/// `flush.messages=1` (the durable mode): a produce is answered only after
+/// a flush covering it, and concurrent produces share flushes (group
+/// commit) instead of paying one fsync each. A topic without the setting
+/// is never flushed on the produce path.
+#[test]
+fn durable_topics_acknowledge_after_a_shared_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        use actix::Actor;
+        let log = log_actor_on(dir.path()).await;
+        let shards = log.send(GetShards).await.unwrap();
+        let events = EventBus::new();
+        let flushes = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let watcher = FlushWatcher(flushes.clone()).start();
+        events.subscribe(watcher.recipient(), &[EventKind::LogFlushed]);
+        let start = |topic: &str, config: LogConfig| {
+            let (log, shards, events) = (log.clone(), shards.clone(), events.clone());
+            let tp = TopicPartition::new(topic, 0);
+            async move {
+                let offsets = log
+                    .send(CreateLog {
+                        tp: tp.clone(),
+                        config,
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                PartitionActor::start(
+                    tp.clone(),
+                    shards.for_partition(&tp),
+                    offsets,
+                    events,
+                    ReplicaContext::standalone(0, Arc::new(SystemClock)),
+                    PartitionAssignment::sole_replica(0),
+                    None,
+                )
+            }
+        };
+        let durable = start(
+            "durable",
+            LogConfig {
+                flush_messages: 1,
+                ..LogConfig::default()
+            },
+        )
+        .await;
+        const PRODUCES: usize = 64;
+        let answers = futures_util::future::join_all((0..PRODUCES).map(|_| {
+            durable.addr.send(AppendRecords {
+                records: batch_v2(1, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+        }))
+        .await;
+        for answer in answers {
+            answer.unwrap().unwrap();
+        }
+        let offsets = log
+            .send(GetLogOffsets {
+                tp: TopicPartition::new("durable", 0),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets.recovery_point, PRODUCES as i64);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let seen = flushes.lock().unwrap().clone();
+        let answered: usize = seen.iter().map(|(_, produces)| produces).sum();
+        assert_eq!(
+            answered, PRODUCES,
+            "every produce waited for a flush: {seen:?}"
+        );
+        assert!(
+            seen.len() <= PRODUCES / 2,
+            "{} flushes for {PRODUCES} concurrent produces: {seen:?}",
+            seen.len()
+        );
+        assert_eq!(seen.last().map(|(rp, _)| *rp), Some(PRODUCES as i64));
+
+        let lazy = start("lazy", LogConfig::default()).await;
+        lazy.addr
+            .send(AppendRecords {
+                records: batch_v2(1, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let offsets = log
+            .send(GetLogOffsets {
+                tp: TopicPartition::new("lazy", 0),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets.recovery_point, 0);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(flushes.lock().unwrap().len(), seen.len());
     });
 }

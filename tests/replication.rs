@@ -679,3 +679,74 @@ fn unclean_election_lets_an_out_of_sync_replica_lead() {
         .any(|line| line.contains("unclean election"));
     assert!(found, "the possible loss is logged");
 }
+
+/// KIP-392: with the rack-aware selector, a consumer whose `client.rack`
+/// holds a follower but not the leader is sent to that follower
+/// (`preferred_read_replica`), which serves it every record up to its own
+/// high watermark. librdkafka follows the redirect unchanged.
+#[test]
+fn consumers_fetch_from_a_follower_in_their_rack() {
+    let racks = ["rack-a", "rack-b", "rack-b"];
+    let mut cluster = Cluster::start_configured(
+        3,
+        &racks,
+        &["replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector"],
+    );
+    let topic = "near";
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let records = 2_000;
+    common::cluster::produce(&cluster.bootstrap(0), topic, 0..records);
+    let leader = leader_of_partition_0(&cluster, topic);
+    let leader_rack = racks[leader as usize];
+    let client_rack = if leader_rack == "rack-a" {
+        "rack-b"
+    } else {
+        "rack-a"
+    };
+    let near: Vec<i32> = (0..3)
+        .filter(|&id| racks[id as usize] == client_rack)
+        .collect();
+
+    let consumer: BaseConsumer = client_config(&cluster.bootstrap(leader))
+        .set("group.id", "near-readers")
+        .set("client.rack", client_rack)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+        .expect("assignment");
+    consumer.assign(&assignment).expect("assign");
+    let mut seen = HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < records && Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            seen.insert(message.offset());
+        }
+    }
+    assert_eq!(seen.len(), records, "every record read");
+    let served: usize = near
+        .iter()
+        .map(|id| {
+            cluster
+                .brokers
+                .get_mut(id)
+                .expect("a live broker")
+                .count_lines("serving consumer fetches as a follower")
+        })
+        .sum();
+    assert!(
+        served >= 1,
+        "no follower in {client_rack} ({near:?}) served the consumer; leader {leader} in {leader_rack}"
+    );
+    for id in (0..3).filter(|id| !near.contains(id)) {
+        let far = cluster.brokers.get_mut(&id).expect("a live broker");
+        assert_eq!(
+            far.count_lines("serving consumer fetches as a follower"),
+            0,
+            "broker {id} is not in the consumer's rack"
+        );
+    }
+}

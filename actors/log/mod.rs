@@ -28,9 +28,9 @@ use crate::topic_partition::TopicPartition;
 pub mod shard;
 
 pub use shard::{
-    Append, AppendAsFollower, AssignLeaderEpoch, CheckpointEntry, DeleteRecordsBefore,
-    EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp, Read, Roll,
-    SetHighWatermark, Truncate, TruncateFully, UpdateLogConfig,
+    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, CheckpointEntry,
+    DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
+    Read, Roll, SetHighWatermark, Truncate, TruncateFully, UpdateLogConfig,
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,

@@ -325,6 +325,19 @@ partition_request!(
 );
 
 partition_request!(
+    /// As `Append`, but a flush the policy asks for is left to the sender
+    /// (`AppendInfo::flush_due`), who sends one `Flush` for many appends.
+    AppendDeferringFlush { records: Bytes } -> AppendInfo,
+    |log, now, msg| {
+        fail::fail_point!("shard.append", |_| Err(LogError::io(
+            log.dir(),
+            std::io::Error::from_raw_os_error(libc::EIO)
+        )));
+        log.append_deferring_flush(msg.records, now)
+    }
+);
+
+partition_request!(
     /// Read up to `max_bytes` from `offset`, not past `max_offset`.
     Read { offset: i64, max_bytes: u64, max_offset: Option<i64> } -> ReadInfo,
     |log, now, msg| log.read(msg.offset, msg.max_bytes, msg.max_offset)
@@ -351,9 +364,13 @@ partition_request!(
 );
 
 partition_request!(
-    /// fsync the partition's log now.
-    Flush {} -> (),
-    |log, now, msg| log.flush(now)
+    /// fsync the partition's log now; answers the recovery point after
+    /// (everything below it is on disk).
+    Flush {} -> i64,
+    |log, now, msg| {
+        log.flush(now)?;
+        Ok(log.recovery_point())
+    }
 );
 
 partition_request!(

@@ -10,6 +10,11 @@
 //! log end offset instead (`ReplicaFetch`, which also tells the leader the
 //! follower's position) and parks on the log-end feeds.
 //!
+//! A consumer's Fetch v11+ may be served by a follower, up to its own high
+//! watermark (KIP-392). With `replica.selector.class` rack-aware, a leader
+//! answers a consumer whose `rack_id` names another rack holding an in-sync
+//! follower with that follower as `preferred_read_replica` and no records.
+//!
 //! Record bytes are never copied: each partition's `records` is a
 //! placeholder the encoder splices a file region into (`protocol::splice`).
 
@@ -23,8 +28,10 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 use tokio::time::Instant;
 
 use super::{error_code, BrokerContext};
-use crate::actors::partition::{PartitionHandle, ReadRecords, ReplicaFetch};
+use crate::actors::partition::{PartitionHandle, PartitionRead, ReadRecords, ReplicaFetch};
+use crate::config::ReplicaSelector;
 use crate::protocol::splice::placeholder;
+use crate::replication::preferred_read_replica;
 use crate::storage::FileRegion;
 use crate::topic_partition::TopicPartition;
 
@@ -79,6 +86,11 @@ pub async fn handle(
     // Kafka's `replica_id` (v15 moved it into `replica_state`).
     let replica_id = request.replica_id.0.max(request.replica_state.replica_id.0);
     let replica = (replica_id >= 0).then_some(replica_id);
+    let consumer = (replica.is_none() && version >= 11).then(|| ConsumerFetch {
+        rack: (ctx.config.replica_selector == ReplicaSelector::RackAware)
+            .then(|| request.rack_id.to_string())
+            .filter(|rack| !rack.is_empty()),
+    });
     let mut feeds: Vec<_> = wanted
         .iter()
         .filter_map(|w| {
@@ -95,9 +107,11 @@ pub async fn handle(
             feed.mark_unchanged();
         }
         let (partitions, regions, bytes) =
-            read_all(ctx, &wanted, response_max_bytes, replica).await;
-        let has_error = partitions.iter().any(|p| p.error_code != 0);
-        if bytes >= min_bytes || has_error || Instant::now() >= deadline {
+            read_all(ctx, &wanted, response_max_bytes, replica, consumer.as_ref()).await;
+        let answer_now = partitions
+            .iter()
+            .any(|p| p.error_code != 0 || p.preferred_read_replica.0 >= 0);
+        if bytes >= min_bytes || answer_now || Instant::now() >= deadline {
             let mut responses: Vec<FetchableTopicResponse> = topic_names
                 .iter()
                 .map(|name| FetchableTopicResponse::default().with_topic(name.clone()))
@@ -124,6 +138,30 @@ pub async fn handle(
     }
 }
 
+/// A consumer's Fetch v11+ (KIP-392).
+struct ConsumerFetch {
+    /// Its `client.rack`, when the broker selects replicas by rack.
+    rack: Option<String>,
+}
+
+/// The follower a consumer should read `read`'s partition from, if the
+/// rack-aware selector prefers one over this leader.
+fn preferred_replica(ctx: &BrokerContext, rack: &str, read: &PartitionRead) -> Option<i32> {
+    if read.read_replicas.is_empty() {
+        return None;
+    }
+    let followers: Vec<_> = ctx.metadata.read(|m| {
+        read.read_replicas
+            .iter()
+            .map(|r| {
+                let rack = m.brokers.get(&r.broker_id).and_then(|b| b.rack.clone());
+                (r.clone(), rack)
+            })
+            .collect()
+    });
+    preferred_read_replica(rack, ctx.config.broker_rack.as_deref(), &followers)
+}
+
 /// Read every wanted partition once. Returns the per-partition responses in
 /// request order, the regions in the same order, and the bytes found.
 async fn read_all(
@@ -131,6 +169,7 @@ async fn read_all(
     wanted: &[Wanted],
     response_max_bytes: u64,
     replica: Option<i32>,
+    consumer: Option<&ConsumerFetch>,
 ) -> (Vec<PartitionData>, Vec<FileRegion>, u64) {
     let reads = join_all(wanted.iter().map(|w| async move {
         let Some(handle) = &w.handle else {
@@ -155,10 +194,10 @@ async fn read_all(
                 handle
                     .addr
                     .send(ReadRecords {
-                        offset: w.offset,
-                        max_bytes,
                         current_leader_epoch: w.current_leader_epoch,
-                        to_log_end: false,
+                        follower_may_serve: consumer.is_some(),
+                        list_read_replicas: consumer.is_some_and(|c| c.rack.is_some()),
+                        ..ReadRecords::committed(w.offset, max_bytes)
                     })
                     .await
             }
@@ -193,7 +232,17 @@ async fn read_all(
                     .with_high_watermark(read.state.high_watermark)
                     .with_last_stable_offset(read.state.high_watermark)
                     .with_log_start_offset(read.state.log_start_offset);
-                if let Some(region) = read.read.region {
+                let preferred = consumer
+                    .and_then(|c| c.rack.as_deref())
+                    .and_then(|rack| preferred_replica(ctx, rack, &read));
+                if let Some(preferred) = preferred {
+                    // Kafka answers the redirect without records.
+                    log::debug!(
+                        "fetch from {}: the consumer's rack prefers broker {preferred}",
+                        w.tp
+                    );
+                    data = data.with_preferred_read_replica(BrokerId(preferred));
+                } else if let Some(region) = read.read.region {
                     // The first partition with data may exceed the budget
                     // (a batch larger than max_bytes must still get out).
                     let length = if total == 0 {

@@ -53,6 +53,9 @@ pub struct AppendInfo {
     pub record_count: u64,
     /// Set when the topic stamps LogAppendTime.
     pub log_append_time: Option<i64>,
+    /// The flush policy (`flush.messages`) asks for a flush that
+    /// `append_deferring_flush` left to its caller.
+    pub flush_due: bool,
 }
 
 /// The result of a read: at most one region, from one segment, as Kafka does.
@@ -230,8 +233,25 @@ impl PartitionLog {
         Ok((log, report))
     }
 
-    /// Validate a producer's record set, give it offsets and append it.
+    /// Validate a producer's record set, give it offsets and append it;
+    /// flush first if the flush policy says so.
     pub fn append(
+        &mut self,
+        records: impl Into<Bytes>,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        let mut info = self.append_deferring_flush(records, now_ms)?;
+        if info.flush_due {
+            self.flush(now_ms)?;
+            info.flush_due = false;
+        }
+        Ok(info)
+    }
+
+    /// As `append`, but a flush the policy asks for is only reported
+    /// (`flush_due`): the caller flushes once for several appends (group
+    /// commit) and holds their acknowledgements until then.
+    pub fn append_deferring_flush(
         &mut self,
         records: impl Into<Bytes>,
         now_ms: i64,
@@ -251,13 +271,14 @@ impl PartitionLog {
         self.maybe_roll(assigned.bytes.len() as u64, assigned.last_offset, now_ms)?;
         let last = self.segments.len() - 1;
         self.segments[last].append(&assigned, &self.config)?;
-        self.after_append(assigned.record_count, now_ms)?;
+        self.unflushed_messages += assigned.record_count;
         Ok(AppendInfo {
             first_offset: assigned.first_offset,
             last_offset: assigned.last_offset,
             log_end_offset: self.log_end_offset(),
             record_count: assigned.record_count,
             log_append_time: assigned.log_append_time,
+            flush_due: self.unflushed_messages >= self.config.flush_messages,
         })
     }
 

@@ -31,33 +31,26 @@ impl Cluster {
         Self::start_in_racks(size, &[])
     }
 
-    /// `racks[id]` is broker `id`'s `broker.rack` (none when missing).
     /// `size` brokers, each with `extra` overrides.
     pub fn start_with(size: i32, extra: &[&str]) -> Cluster {
-        let zk = ZooKeeperServer::start();
-        let mut cluster = Cluster {
-            zk,
-            dirs: Vec::new(),
-            brokers: BTreeMap::new(),
-            racks: Vec::new(),
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            addresses: BTreeMap::new(),
-        };
-        for id in 0..size {
-            cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
-            cluster.start_broker(id);
-        }
-        cluster
+        Self::start_configured(size, &[], extra)
     }
 
+    /// `racks[id]` is broker `id`'s `broker.rack` (none when missing).
     pub fn start_in_racks(size: i32, racks: &[&'static str]) -> Cluster {
+        Self::start_configured(size, racks, &[])
+    }
+
+    /// `size` brokers in `racks` (as `start_in_racks`), each with `extra`
+    /// overrides.
+    pub fn start_configured(size: i32, racks: &[&'static str], extra: &[&str]) -> Cluster {
         let zk = ZooKeeperServer::start();
         let mut cluster = Cluster {
             zk,
             dirs: Vec::new(),
             brokers: BTreeMap::new(),
             racks: racks.to_vec(),
-            extra: Vec::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             addresses: BTreeMap::new(),
         };
         for id in 0..size {
