@@ -2,7 +2,8 @@
 # Runs every test ferrolog has, on a fresh Debian machine as on a developer's.
 # Installs what the tests need when it is missing (a C toolchain and make for
 # librdkafka, which the rdkafka crate builds from source; kcat; the Python
-# clients kafka-python and confluent-kafka; ZooKeeper and Java), then:
+# clients kafka-python and confluent-kafka; Node.js and KafkaJS; ZooKeeper and
+# Java), then:
 # format check, clippy, and the whole cargo test suite (unit, integration with real clients and real
 # broker processes, SIGKILL crash tests, decoder fuzzing), then the
 # fault-injection suite built with `--features failpoints`.
@@ -18,6 +19,8 @@ command -v python3 >/dev/null || apt_missing+=(python3 python3-pip)
 # A real ZooKeeper server for the cluster tests (Debian's package, on Java).
 [ -f /usr/share/java/zookeeper.jar ] || apt_missing+=(zookeeper)
 command -v java >/dev/null || apt_missing+=(default-jre-headless)
+command -v node >/dev/null || apt_missing+=(nodejs)
+command -v npm >/dev/null || apt_missing+=(npm)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   echo "== installing ${apt_missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -30,6 +33,10 @@ if ! python3 -c 'import kafka, confluent_kafka, lz4' 2>/dev/null; then
   pips=('kafka-python==3.0.12' 'lz4==4.4.5' 'confluent-kafka==2.16.1')
   python3 -m pip install -q "${pips[@]}" \
     || python3 -m pip install -q --break-system-packages "${pips[@]}"
+fi
+if [ ! -d tests/node/node_modules/kafkajs ]; then
+  echo "== installing KafkaJS"
+  npm install --prefix tests/node --no-audit --no-fund --silent
 fi
 if ! command -v cargo >/dev/null; then
   echo "cargo is required (rustup)" >&2

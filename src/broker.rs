@@ -248,6 +248,10 @@ impl BrokerBuilder {
             metadata: cache,
             clock: clock.clone(),
             store: store.clone(),
+            producer_ids: Arc::new(crate::producer_ids::ProducerIdManager::new(
+                store.clone(),
+                config.broker_id.max(0),
+            )),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -55,6 +55,8 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "log.retention.check.interval.ms",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
+    "producer.id.expiration.ms",
+    "transactional.id.expiration.ms",
     "log.flush.scheduler.interval.ms",
     "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms",
@@ -275,6 +277,11 @@ pub struct BrokerConfig {
     /// Falls back to `log_flush_scheduler_interval_ms` when unset.
     pub log_flush_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
+    /// An idempotent producer silent this long is forgotten (checked with
+    /// retention, every `log.retention.check.interval.ms`).
+    pub producer_id_expiration_ms: i64,
+    /// Accepted for compatibility: transactions are not served yet.
+    pub transactional_id_expiration_ms: i64,
     pub log_flush_offset_checkpoint_interval_ms: u64,
     pub log_flush_start_offset_checkpoint_interval_ms: u64,
     pub log_message_timestamp_type: TimestampType,
@@ -348,6 +355,8 @@ impl Default for BrokerConfig {
             log_flush_interval_messages: log.flush_messages,
             log_flush_interval_ms: log.flush_ms,
             log_flush_scheduler_interval_ms: i64::MAX,
+            producer_id_expiration_ms: log.producer_id_expiration_ms,
+            transactional_id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
             log_flush_offset_checkpoint_interval_ms: 60_000,
             log_flush_start_offset_checkpoint_interval_ms: 60_000,
             log_message_timestamp_type: log.message_timestamp_type,
@@ -474,6 +483,7 @@ impl BrokerConfig {
             message_timestamp_after_max_ms: self.log_message_timestamp_after_max_ms,
             flush_messages: self.log_flush_interval_messages,
             flush_ms: self.log_flush_interval_ms,
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
         }
     }
 
@@ -673,6 +683,18 @@ impl BrokerConfig {
             )?,
             log_flush_interval_ms,
             log_flush_scheduler_interval_ms,
+            producer_id_expiration_ms: p.int(
+                "producer.id.expiration.ms",
+                Int,
+                1,
+                d.producer_id_expiration_ms,
+            )?,
+            transactional_id_expiration_ms: p.int(
+                "transactional.id.expiration.ms",
+                Int,
+                1,
+                d.transactional_id_expiration_ms,
+            )?,
             log_flush_offset_checkpoint_interval_ms: p.int(
                 "log.flush.offset.checkpoint.interval.ms",
                 Int,
@@ -1882,7 +1904,8 @@ mod tests {
              message.max.bytes=7000\nlog.message.timestamp.type=LogAppendTime\n\
              log.message.timestamp.difference.max.ms=10\nlog.message.timestamp.before.max.ms=11\n\
              log.message.timestamp.after.max.ms=12\n\
-             log.flush.interval.messages=8\nlog.flush.interval.ms=9",
+             log.flush.interval.messages=8\nlog.flush.interval.ms=9\n\
+             producer.id.expiration.ms=14",
         );
         let expected = LogConfig {
             segment_bytes: 1000,
@@ -1898,6 +1921,7 @@ mod tests {
             message_timestamp_after_max_ms: 12,
             flush_messages: 8,
             flush_ms: 9,
+            producer_id_expiration_ms: 14,
         };
         assert_eq!(config.log_config(), expected);
     }
@@ -1938,6 +1962,7 @@ mod tests {
             message_timestamp_after_max_ms: 13,
             flush_messages: 0,
             flush_ms: 9,
+            producer_id_expiration_ms: LogConfig::default().producer_id_expiration_ms,
         };
         assert_eq!(config, expected);
         assert_eq!(topic(&[]).expect("no overrides"), LogConfig::default());

@@ -29,6 +29,7 @@ pub mod config;
 pub mod group;
 pub mod metadata;
 pub mod net;
+pub mod producer_ids;
 pub mod protocol;
 pub mod replication;
 pub mod storage;

@@ -12,6 +12,9 @@
 //! - a panic in a log shard command and in the controller: the broker
 //!   keeps serving; a controller failing past its budget shuts the broker
 //!   down cleanly (exit 1, the clean-shutdown marker written);
+//! - lost produce acknowledgements (written, then the connection dropped):
+//!   librdkafka's idempotent producer retries and every record is stored
+//!   once, in order;
 //! - one of two log dirs runs out of space: its partitions go offline, the
 //!   other dir's keep working, and they come back once space is freed.
 
@@ -511,4 +514,31 @@ fn an_offline_partition_keeps_its_checkpoint_entries() {
             "{file}:\n{text}"
         );
     }
+}
+
+/// Three produces (the 2nd, 5th and 8th) are written and then answered by
+/// a dropped connection (`produce.lose_response`): librdkafka's idempotent
+/// producer retries the batches it never heard about, the broker answers
+/// them as duplicates, and every id is stored exactly once, in order.
+#[test]
+fn lost_acknowledgements_are_retried_without_duplicates() {
+    use common::idempotence::{assert_exactly_once_in_order, IdempotentProducer};
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_env(
+        dir.path(),
+        &[],
+        &[(
+            "FAILPOINTS",
+            "produce.lose_response=1*off->1*return->2*off->1*return->2*off->1*return",
+        )],
+    );
+    let topic = "lost-acks";
+    assert!(create_topics(&broker.bootstrap, &[topic], 2)
+        .iter()
+        .all(|r| r.is_ok()));
+    let records = 20_000;
+    let producer = IdempotentProducer::start(&broker.bootstrap, topic, 2, records);
+    assert_eq!(producer.finish(), records);
+    assert_exactly_once_in_order(&broker.bootstrap, topic, 2, records);
+    assert_eq!(broker.count_lines("fail point produce.lose_response"), 3);
 }

@@ -750,3 +750,32 @@ fn consumers_fetch_from_a_follower_in_their_rack() {
         );
     }
 }
+
+/// The idempotent producer's state follows leadership: followers build it
+/// from the batches they copy, so when the leader of partition 0 is
+/// SIGKILLed mid-stream, the new leader recognises the batches the client
+/// retries. librdkafka with `enable.idempotence=true` (acks=all): every id
+/// stored exactly once, in order.
+#[test]
+fn idempotent_producers_survive_a_leader_kill() {
+    use common::idempotence::{assert_exactly_once_in_order, IdempotentProducer};
+    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
+    let topic = "idem-replicated";
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let bootstraps: Vec<String> = (0..3).map(|id| cluster.bootstrap(id)).collect();
+    let records = 20_000;
+    let producer = IdempotentProducer::start(&bootstraps.join(","), topic, 3, records);
+    wait_until("a third acknowledged", Duration::from_secs(60), || {
+        producer.acked() >= records / 3
+    });
+    let leader = leader_of_partition_0(&cluster, topic);
+    cluster.brokers.remove(&leader).expect("running").kill();
+    wait_until("two thirds acknowledged", Duration::from_secs(90), || {
+        producer.acked() >= 2 * records / 3
+    });
+    cluster.start_broker(leader);
+    assert_eq!(producer.finish(), records);
+    let reader = *cluster.brokers.keys().next().expect("a live broker");
+    assert_exactly_once_in_order(&cluster.bootstrap(reader), topic, 3, records);
+}

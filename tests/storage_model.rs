@@ -723,12 +723,28 @@ impl Harness {
         prop_assert_eq!(log.segment_base_offsets(), m.segments.clone(), "segments");
         prop_assert_eq!(log.size_in_bytes(), m.total_size(), "size in bytes");
 
-        // Exactly the segments' files, each .log as long as its entries.
+        // Exactly the segments' files, each .log as long as its entries,
+        // and producer snapshots only within the log (from the first
+        // segment's base to the log end offset).
         let mut files: Vec<String> = io(fs::read_dir(&self.dir), "list the partition dir")?
             .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
             .collect::<Result<_, _>>()
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         files.sort();
+        let first_base = m.segments.first().copied().unwrap_or(0);
+        for snapshot in files.iter().filter_map(|f| f.strip_suffix(".snapshot")) {
+            let offset: i64 = snapshot
+                .parse()
+                .map_err(|_| TestCaseError::fail(format!("snapshot file {snapshot}.snapshot")))?;
+            prop_assert!(
+                (first_base..=leo).contains(&offset),
+                "snapshot {} outside [{}, {}]",
+                offset,
+                first_base,
+                leo
+            );
+        }
+        files.retain(|f| !f.ends_with(".snapshot"));
         let mut expected: Vec<String> = m
             .segments
             .iter()

@@ -1,6 +1,8 @@
 //! FindCoordinator (key 10), v0-4: the broker coordinating a group (the
 //! leader of its `__consumer_offsets` partition). Transaction coordinators
-//! do not exist yet: COORDINATOR_NOT_AVAILABLE.
+//! do not exist yet: UNSUPPORTED_VERSION with a message, which clients
+//! treat as fatal (a retriable code would have them retry until their
+//! timeout); any other key type is an INVALID_REQUEST, as in Kafka.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -11,6 +13,8 @@ use super::BrokerContext;
 use crate::actors::group_coordinator::FindGroupCoordinator;
 
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+const NO_TRANSACTIONS: &str = "transactions are not supported by this broker yet";
 
 pub async fn handle(
     ctx: &BrokerContext,
@@ -24,8 +28,10 @@ pub async fn handle(
     };
     let mut coordinators = Vec::with_capacity(keys.len());
     for key in keys {
-        let found = if request.key_type != KEY_TYPE_GROUP {
-            Err(ResponseError::CoordinatorNotAvailable)
+        let found = if request.key_type == KEY_TYPE_TRANSACTION {
+            Err(ResponseError::UnsupportedVersion)
+        } else if request.key_type != KEY_TYPE_GROUP {
+            Err(ResponseError::InvalidRequest)
         } else {
             ctx.groups
                 .send(FindGroupCoordinator {
@@ -44,7 +50,11 @@ pub async fn handle(
                 .with_key(key)
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)
-                .with_error_code(e.code()),
+                .with_error_code(e.code())
+                .with_error_message(
+                    (e == ResponseError::UnsupportedVersion)
+                        .then(|| StrBytes::from_static_str(NO_TRANSACTIONS)),
+                ),
         });
     }
     if version >= 4 {
@@ -53,6 +63,7 @@ pub async fn handle(
     let first = coordinators.into_iter().next().unwrap_or_default();
     FindCoordinatorResponse::default()
         .with_error_code(first.error_code)
+        .with_error_message(first.error_message)
         .with_node_id(first.node_id)
         .with_host(first.host)
         .with_port(first.port)

@@ -21,6 +21,7 @@ pub mod elect_leaders;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -50,6 +51,7 @@ use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
 use crate::protocol::{encode_response, ProtocolError, Request, RequestFrame, ResponseFrame};
 use crate::storage::batch::BatchError;
+use crate::storage::producer_state::ProducerStateError;
 use crate::storage::{FileRegion, LogError};
 use crate::topic_partition::TopicPartition;
 
@@ -66,6 +68,8 @@ pub struct BrokerContext {
     /// The metadata store (ZooKeeper or embedded): OffsetCommit/OffsetFetch
     /// v0 use it directly in ZooKeeper mode.
     pub store: std::sync::Arc<dyn crate::metadata::MetadataStore>,
+    /// Producer ids for InitProducerId.
+    pub producer_ids: std::sync::Arc<crate::producer_ids::ProducerIdManager>,
 }
 
 impl BrokerContext {
@@ -168,7 +172,14 @@ pub async fn handle(
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
         Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
         Request::Produce(r) => match produce::handle(ctx, *r, version, origin.produce_turn).await {
-            produce::ProduceOutcome::Respond(response) => reply!(response),
+            produce::ProduceOutcome::Respond(response) => {
+                // A lost acknowledgement: the records are written, the client
+                // never hears so and retries (tests of idempotence).
+                fail::fail_point!("produce.lose_response", |_| Err(
+                    ProtocolError::FailedWithoutResponse("fail point produce.lose_response".into())
+                ));
+                reply!(response)
+            }
             produce::ProduceOutcome::NoResponse => Ok(None),
             produce::ProduceOutcome::CloseConnection(reason) => {
                 Err(ProtocolError::FailedWithoutResponse(reason))
@@ -212,6 +223,7 @@ pub async fn handle(
         Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
         Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
         Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
+        Request::InitProducerId(r) => reply!(init_producer_id::handle(ctx, *r).await),
         Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, *r, version).await),
         Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),
         Request::StopReplica(r) => reply!(control::stop_replica(ctx, *r).await),
@@ -275,6 +287,13 @@ fn log_error_code(error: &LogError) -> i16 {
         }
         LogError::InvalidBatch(_) => ResponseError::CorruptMessage.code(),
         LogError::NonMonotonicOffset { .. } => ResponseError::InvalidRequest.code(),
+        LogError::Producer(ProducerStateError::InvalidProducerEpoch { .. }) => {
+            ResponseError::InvalidProducerEpoch.code()
+        }
+        LogError::Producer(
+            ProducerStateError::OutOfOrderSequence { .. }
+            | ProducerStateError::InvalidSequenceForNewEpoch { .. },
+        ) => ResponseError::OutOfOrderSequenceNumber.code(),
         LogError::Io { .. }
         | LogError::Corrupt { .. }
         | LogError::Checkpoint { .. }

@@ -660,6 +660,36 @@ pub struct ProducerIdBlockZNode;
 
 impl ProducerIdBlockZNode {
     pub const PATH: &'static str = "/latest_producer_id_block";
+
+    /// `{"version":1,"broker":0,"block_start":"0","block_end":"999"}`: the
+    /// last block of producer ids claimed, by whom (Kafka writes the ids
+    /// as strings).
+    pub fn encode(broker_id: i32, block_start: i64, block_end: i64) -> Vec<u8> {
+        to_json(&ProducerIdBlockJson {
+            version: 1,
+            broker: broker_id,
+            block_start: block_start.to_string(),
+            block_end: block_end.to_string(),
+        })
+    }
+
+    /// The claimed block's last id; `None` for the empty znode made at
+    /// start-up (no block claimed yet).
+    pub fn decode_block_end(bytes: &[u8]) -> Result<Option<i64>, MetadataError> {
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let json: ProducerIdBlockJson = parse(Self::PATH, bytes)?;
+        parse_text(Self::PATH, json.block_end.as_bytes()).map(Some)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProducerIdBlockJson {
+    version: i32,
+    broker: i32,
+    block_start: String,
+    block_end: String,
 }
 
 /// `/log_dir_event_notification`.

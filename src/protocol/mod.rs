@@ -103,6 +103,7 @@ implemented_apis! {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest) = IncrementalAlterConfigs, 0..=1;
     OffsetDelete(OffsetDeleteRequest) = OffsetDelete, 0..=0;
     DescribeCluster(DescribeClusterRequest) = DescribeCluster, 0..=1;
+    InitProducerId(InitProducerIdRequest) = InitProducerId, 0..=4;
 }
 
 /// The version range ferrolog serves for `api`, if it implements it.

@@ -37,6 +37,11 @@ const V2_ATTRIBUTES_POS: usize = 21;
 const V2_LAST_OFFSET_DELTA_POS: usize = 23;
 const V2_MAX_TIMESTAMP_POS: usize = 35;
 const V2_RECORDS_COUNT_POS: usize = 57;
+const V2_PRODUCER_ID_POS: usize = 43;
+const V2_PRODUCER_EPOCH_POS: usize = 51;
+const V2_BASE_SEQUENCE_POS: usize = 53;
+const TRANSACTIONAL_BIT: u8 = 1 << 4;
+const CONTROL_BIT: u8 = 1 << 5;
 const LEGACY_CRC_POS: usize = 12;
 const LEGACY_ATTRIBUTES_POS: usize = 17;
 const V1_TIMESTAMP_POS: usize = 18;
@@ -242,6 +247,40 @@ pub fn validate_entry(entry: &[u8], position: usize) -> Result<EntryHeader, Batc
         }
     }
     Ok(header)
+}
+
+/// A v2 batch's producer fields (the idempotent producer's), read in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerFields {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub last_offset_delta: i32,
+    pub max_timestamp: i64,
+    pub transactional: bool,
+    pub control: bool,
+}
+
+/// The producer fields of the v2 batch starting `entry`, when it names a
+/// producer (`producer_id` >= 0). Legacy entries have none.
+pub fn producer_fields(entry: &[u8]) -> Option<ProducerFields> {
+    if entry.len() < V2_HEADER_LEN || entry[MAGIC_POS] as i8 != 2 {
+        return None;
+    }
+    let producer_id = read_i64(entry, V2_PRODUCER_ID_POS);
+    if producer_id < 0 {
+        return None;
+    }
+    let attributes = entry[V2_ATTRIBUTES_POS + 1];
+    Some(ProducerFields {
+        producer_id,
+        producer_epoch: read_i16(entry, V2_PRODUCER_EPOCH_POS),
+        base_sequence: read_i32(entry, V2_BASE_SEQUENCE_POS),
+        last_offset_delta: read_i32(entry, V2_LAST_OFFSET_DELTA_POS),
+        max_timestamp: read_i64(entry, V2_MAX_TIMESTAMP_POS),
+        transactional: attributes & TRANSACTIONAL_BIT != 0,
+        control: attributes & CONTROL_BIT != 0,
+    })
 }
 
 /// Where one entry of an appended record set landed.

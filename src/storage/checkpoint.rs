@@ -23,10 +23,15 @@ const VERSION: u32 = 0;
 /// new one, never a torn one: a fsynced temporary file renamed over it,
 /// then the directory fsynced.
 pub fn write_durably(path: &Path, text: &str) -> Result<(), LogError> {
+    write_bytes_durably(path, text.as_bytes())
+}
+
+/// `write_durably` for bytes.
+pub fn write_bytes_durably(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
     let tmp = path.with_extension("tmp");
     let io_err = |e| LogError::io(path, e);
     let mut file = File::create(&tmp).map_err(io_err)?;
-    file.write_all(text.as_bytes()).map_err(io_err)?;
+    file.write_all(bytes).map_err(io_err)?;
     file.sync_all().map_err(io_err)?;
     fs::rename(&tmp, path).map_err(io_err)?;
     if let Some(dir) = path.parent() {

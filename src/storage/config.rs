@@ -40,6 +40,9 @@ pub struct LogConfig {
     pub flush_messages: u64,
     /// `flush.ms` / `log.flush.interval.ms`: fsync when the last flush is older than this.
     pub flush_ms: i64,
+    /// `producer.id.expiration.ms` (broker only): forget an idempotent
+    /// producer whose last batch is older than this.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -59,6 +62,7 @@ impl Default for LogConfig {
             message_timestamp_after_max_ms: i64::MAX,
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX,
+            producer_id_expiration_ms: 24 * 60 * 60 * 1000,
         }
     }
 }

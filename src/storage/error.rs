@@ -24,6 +24,9 @@ pub enum LogError {
     NonMonotonicOffset { offset: i64, expected: i64 },
     #[error(transparent)]
     InvalidBatch(#[from] BatchError),
+    /// An idempotent producer's batch refused (epoch or sequence).
+    #[error(transparent)]
+    Producer(#[from] super::producer_state::ProducerStateError),
     #[error("log dir {path} is in use by another process (its .lock is held)")]
     DirInUse { path: PathBuf },
     #[error("checkpoint {path} is malformed at line {line}: {reason}")]

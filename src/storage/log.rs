@@ -16,11 +16,14 @@ use super::batch;
 use super::config::LogConfig;
 use super::error::LogError;
 use super::leader_epoch::LeaderEpochCache;
+use super::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
 use super::segment::{FileRegion, Segment, SegmentRecovery};
 use crate::topic_partition::TopicPartition;
 
 /// Offsets inside a segment are stored relative to its base in 32 bits.
 const MAX_RELATIVE_OFFSET: i64 = i32::MAX as i64;
+/// Bytes read at a time when replaying batches into the producer state.
+const PRODUCER_REPLAY_READ_BYTES: u64 = 1 << 20;
 
 /// Where a load starts from, as the log directory's checkpoints say.
 #[derive(Debug, Clone, Copy, Default)]
@@ -53,6 +56,9 @@ pub struct AppendInfo {
     pub record_count: u64,
     /// Set when the topic stamps LogAppendTime.
     pub log_append_time: Option<i64>,
+    /// An idempotent producer's retry of a batch already written: nothing
+    /// was appended, the offsets are the original's.
+    pub duplicate: bool,
     /// The flush policy (`flush.messages`) asks for a flush that
     /// `append_deferring_flush` left to its caller.
     pub flush_due: bool,
@@ -97,6 +103,8 @@ pub struct PartitionLog {
     /// The high watermark as the partition actor last reported it, for
     /// `replication-offset-checkpoint`. Never above the log end offset.
     high_watermark: i64,
+    /// Idempotent producers' epochs and sequences (`<offset>.snapshot`).
+    producers: ProducerStateManager,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +128,8 @@ impl PartitionLog {
         let mut leader_epochs = LeaderEpochCache::load(&dir)?;
         // A directory left behind by a deleted topic of the same name.
         leader_epochs.clear()?;
+        let mut producers = ProducerStateManager::new(&dir);
+        producers.clear()?;
         Ok(PartitionLog {
             tp,
             dir,
@@ -133,6 +143,7 @@ impl PartitionLog {
             dir_syncs: 0,
             leader_epochs,
             high_watermark: 0,
+            producers,
         })
     }
 
@@ -201,6 +212,7 @@ impl PartitionLog {
             dir_syncs: 0,
             leader_epochs: LeaderEpochCache::load(dir)?,
             high_watermark: 0,
+            producers: ProducerStateManager::new(dir),
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
@@ -213,6 +225,7 @@ impl PartitionLog {
             .truncate_from_start(log.log_start_offset)?;
         log.recovery_point = leo;
         log.high_watermark = options.high_watermark.clamp(log.log_start_offset, leo);
+        log.rebuild_producer_state()?;
         report.segments = log.segments.len();
         if report.recovered_segments > 0 {
             log.flush(now_ms)?;
@@ -268,9 +281,35 @@ impl PartitionLog {
             self.config.max_message_bytes,
         )?;
         assigned.partition_leader_epoch = self.leader_epochs.latest_epoch();
+        let producer_batches = producer_batches(&assigned);
+        if !producer_batches.is_empty() {
+            if let ProducerCheck::Duplicate(original) = self.producers.check(&producer_batches)? {
+                log::debug!(
+                    "{}: a retried batch of producer {} is answered with offsets {}..={}",
+                    self.tp,
+                    producer_batches[0].producer_id,
+                    original.first_offset,
+                    original.last_offset
+                );
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset,
+                    last_offset: original.last_offset,
+                    log_end_offset: self.log_end_offset(),
+                    record_count: 0,
+                    log_append_time: None,
+                    duplicate: true,
+                    // The original's acknowledgement waits for the same flush.
+                    flush_due: original.last_offset >= self.recovery_point
+                        && self.unflushed_messages >= self.config.flush_messages,
+                });
+            }
+        }
         self.maybe_roll(assigned.bytes.len() as u64, assigned.last_offset, now_ms)?;
         let last = self.segments.len() - 1;
         self.segments[last].append(&assigned, &self.config)?;
+        for batch in &producer_batches {
+            self.producers.update(batch);
+        }
         self.unflushed_messages += assigned.record_count;
         Ok(AppendInfo {
             first_offset: assigned.first_offset,
@@ -278,6 +317,7 @@ impl PartitionLog {
             log_end_offset: self.log_end_offset(),
             record_count: assigned.record_count,
             log_append_time: assigned.log_append_time,
+            duplicate: false,
             flush_due: self.unflushed_messages >= self.config.flush_messages,
         })
     }
@@ -299,6 +339,11 @@ impl PartitionLog {
             if header.magic == 2 {
                 self.leader_epochs
                     .assign(header.partition_leader_epoch, header.offset_field)?;
+            }
+            let entry = &entries[position..(position + header.size).min(entries.len())];
+            if let Some(fields) = batch::producer_fields(entry).filter(|f| !f.control) {
+                self.producers
+                    .update(&ProducerBatch::new(&fields, header.offset_field));
             }
             position += header.size;
         }
@@ -338,6 +383,8 @@ impl PartitionLog {
         // The closed segment's own directory entry must be durable before
         // the recovery point moves past it.
         self.sync_dirs()?;
+        // Kafka's snapshot at each roll: a restart replays from here.
+        self.producers.take_snapshot(base)?;
         self.recovery_point = self.recovery_point.max(base);
         let segment = Segment::create(&self.dir, base, &self.config, now_ms)?;
         self.segments.push(segment);
@@ -443,6 +490,7 @@ impl PartitionLog {
         self.recovery_point = self.recovery_point.min(leo);
         self.high_watermark = self.high_watermark.min(leo);
         self.leader_epochs.truncate_from_end(leo)?;
+        self.rebuild_producer_state()?;
         log::info!("{}: truncated to offset {leo}", self.tp);
         Ok(())
     }
@@ -466,6 +514,7 @@ impl PartitionLog {
         self.high_watermark = base;
         self.unsynced_dirs = UnsyncedDirs::Partition;
         self.leader_epochs.clear()?;
+        self.producers.clear()?;
         log::info!("{}: emptied; the log starts again at {base}", self.tp);
         Ok(())
     }
@@ -537,6 +586,15 @@ impl PartitionLog {
             self.leader_epochs
                 .truncate_from_start(self.log_start_offset)?;
         }
+        let expired = self
+            .producers
+            .remove_expired(now_ms, self.config.producer_id_expiration_ms);
+        if expired > 0 {
+            log::info!(
+                "{}: forgot {expired} idempotent producer(s) silent for producer.id.expiration.ms",
+                self.tp
+            );
+        }
         Ok(report)
     }
 
@@ -566,6 +624,8 @@ impl PartitionLog {
         }
         let doomed: Vec<Segment> = self.segments.drain(..count).collect();
         self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
+        self.producers
+            .delete_snapshots_before(self.segments[0].base_offset())?;
         for segment in doomed {
             report.deleted_segments += 1;
             report.deleted_bytes += segment.size();
@@ -627,9 +687,66 @@ impl PartitionLog {
         Ok(due)
     }
 
-    /// Flush everything; the log can be loaded again without recovery.
+    /// Flush everything; the log can be loaded again without recovery,
+    /// and its producer state without replay.
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
-        self.flush(now_ms)
+        self.flush(now_ms)?;
+        self.producers.take_snapshot(self.log_end_offset())
+    }
+
+    /// Rebuild the producer state for the log as it now ends: the newest
+    /// snapshot at or below the log end offset, then every batch after it.
+    /// Without a snapshot, as Kafka does, only the last two segments are
+    /// replayed (a log written before snapshots existed).
+    fn rebuild_producer_state(&mut self) -> Result<(), LogError> {
+        let log_end_offset = self.log_end_offset();
+        let from = match self.producers.truncate_and_load(log_end_offset)? {
+            Some(offset) => offset,
+            None => self.segments[self.segments.len().saturating_sub(2)].base_offset(),
+        }
+        .max(self.log_start_offset);
+        let mut offset = from;
+        let mut replayed = 0u64;
+        while offset < log_end_offset {
+            let Some(region) = self.read(offset, PRODUCER_REPLAY_READ_BYTES, None)?.region else {
+                break;
+            };
+            let bytes = region
+                .read_to_vec()
+                .map_err(|e| LogError::io(&self.dir, e))?;
+            let mut position = 0;
+            let mut next = offset;
+            while bytes.len() - position >= batch::LOG_OVERHEAD {
+                let header = batch::EntryHeader::parse(&bytes[position..], position)?;
+                let Some(entry) = bytes.get(position..position + header.size) else {
+                    break;
+                };
+                if let Some(fields) = batch::producer_fields(entry).filter(|f| !f.control) {
+                    self.producers
+                        .update(&ProducerBatch::new(&fields, header.offset_field));
+                    replayed += 1;
+                }
+                next = header.last_offset + 1;
+                position += header.size;
+            }
+            if next <= offset {
+                break;
+            }
+            offset = next;
+        }
+        if replayed > 0 {
+            log::info!(
+                "{}: producer state rebuilt from offset {from}: {replayed} batch(es) replayed, {} producer(s)",
+                self.tp,
+                self.producers.producer_count()
+            );
+        }
+        Ok(())
+    }
+
+    /// An idempotent producer's epoch and last sequence here.
+    pub fn producer_last_sequence(&self, producer_id: i64) -> Option<(i16, i32)> {
+        self.producers.last_sequence_of(producer_id)
     }
 
     /// Remove the whole partition directory (topic deletion).
@@ -710,6 +827,20 @@ fn largest_timestamp(segment: &Segment) -> i64 {
         .map_or(i64::MAX, |d| d.as_millis() as i64)
 }
 
+/// The idempotent producers' batches of an append, with their offsets.
+fn producer_batches(assigned: &batch::AssignedRecords) -> Vec<ProducerBatch> {
+    assigned
+        .entries
+        .iter()
+        .filter(|e| e.magic == 2)
+        .filter_map(|e| {
+            let entry = assigned.bytes.get(e.position..e.position + e.size)?;
+            let fields = batch::producer_fields(entry).filter(|f| !f.control)?;
+            Some(ProducerBatch::new(&fields, e.offset_field))
+        })
+        .collect()
+}
+
 fn last_offset_of(entries: &[u8]) -> Result<Option<i64>, LogError> {
     let mut position = 0;
     let mut last = None;
@@ -778,7 +909,8 @@ fn sync_dir(path: &Path) -> Result<(), LogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::testing::{batch_v2, batch_v2_at};
+    use crate::storage::producer_state::ProducerStateError;
+    use crate::storage::testing::{batch_v2, batch_v2_at, batch_v2_idempotent};
     use crate::storage::TimestampType;
     use bytes::BytesMut;
     use kafka_protocol::records::Compression;
@@ -789,6 +921,109 @@ mod tests {
 
     fn append(log: &mut PartitionLog, batch: &[u8], now_ms: i64) -> AppendInfo {
         log.append(BytesMut::from(batch), now_ms).unwrap()
+    }
+
+    /// An idempotent producer's retry is answered with the original
+    /// offsets and not written; a gap is refused; the state survives a
+    /// crash (replayed from the log), a clean close (a snapshot at the log
+    /// end, nothing replayed) and a truncation.
+    #[test]
+    fn idempotent_appends_are_deduplicated_and_survive_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::create(dir.path(), tp(), LogConfig::default(), 0).unwrap();
+        let partition_dir = dir.path().join("t-0");
+        let first = log.append(batch_v2_idempotent(3, 42, 0, 0), 1).unwrap();
+        assert_eq!((first.first_offset, first.last_offset), (0, 2));
+        append(&mut log, &batch_v2(2, 10, Compression::None), 1);
+        let retry = log.append(batch_v2_idempotent(3, 42, 0, 0), 1).unwrap();
+        assert!(retry.duplicate);
+        assert_eq!((retry.first_offset, retry.last_offset), (0, 2));
+        assert_eq!(log.log_end_offset(), 5);
+        let gap = log.append(batch_v2_idempotent(1, 42, 0, 5), 1);
+        assert!(
+            matches!(
+                gap,
+                Err(LogError::Producer(
+                    ProducerStateError::OutOfOrderSequence { .. }
+                ))
+            ),
+            "{gap:?}"
+        );
+        let next = log.append(batch_v2_idempotent(2, 42, 0, 3), 1).unwrap();
+        assert_eq!((next.first_offset, next.last_offset), (5, 6));
+        let fenced = log.append(batch_v2_idempotent(1, 42, -1, 0), 1);
+        assert!(fenced.is_err(), "{fenced:?}");
+
+        // A crash: no snapshot, the state comes back from the log.
+        drop(log);
+        let crashed = LoadOptions {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            high_watermark: 0,
+        };
+        let (mut log, _) =
+            PartitionLog::load(&partition_dir, tp(), LogConfig::default(), crashed, 2).unwrap();
+        assert_eq!(log.producer_last_sequence(42), Some((0, 4)));
+        let retry = log.append(batch_v2_idempotent(2, 42, 0, 3), 2).unwrap();
+        assert!(retry.duplicate);
+        assert_eq!(retry.first_offset, 5);
+
+        // A clean close leaves a snapshot at the log end.
+        log.close(3).unwrap();
+        assert!(partition_dir
+            .join("00000000000000000007.snapshot")
+            .is_file());
+        let clean = LoadOptions {
+            recovery_point: 7,
+            clean_shutdown: true,
+            ..crashed
+        };
+        let (mut log, _) =
+            PartitionLog::load(&partition_dir, tp(), LogConfig::default(), clean, 4).unwrap();
+        assert_eq!(log.producer_last_sequence(42), Some((0, 4)));
+
+        // A truncation takes the state back with the log.
+        log.truncate_to(5, 5).unwrap();
+        assert_eq!(log.producer_last_sequence(42), Some((0, 2)));
+        assert!(!partition_dir.join("00000000000000000007.snapshot").exists());
+        let again = log.append(batch_v2_idempotent(2, 42, 0, 3), 5).unwrap();
+        assert!(!again.duplicate);
+        assert_eq!(again.first_offset, 5);
+    }
+
+    /// Each roll leaves a producer snapshot at the new segment's base
+    /// offset; deleting segments deletes the snapshots below the first one
+    /// left.
+    #[test]
+    fn producer_snapshots_follow_rolls_and_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::create(dir.path(), tp(), LogConfig::default(), 0).unwrap();
+        log.append(batch_v2_idempotent(2, 9, 0, 0), 1).unwrap();
+        log.roll(1).unwrap();
+        log.append(batch_v2_idempotent(2, 9, 0, 2), 1).unwrap();
+        log.roll(1).unwrap();
+        append(&mut log, &batch_v2(1, 10, Compression::None), 1);
+        let snapshots = || {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path().join("t-0"))
+                .unwrap()
+                .filter_map(|e| e.unwrap().file_name().into_string().ok())
+                .filter(|n| n.ends_with(".snapshot"))
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            snapshots(),
+            [
+                "00000000000000000002.snapshot",
+                "00000000000000000004.snapshot"
+            ]
+        );
+        log.delete_records_before(4).unwrap();
+        log.enforce_retention(1).unwrap();
+        assert_eq!(snapshots(), ["00000000000000000004.snapshot"]);
+        assert_eq!(log.producer_last_sequence(9), Some((0, 3)));
     }
 
     /// `segment.ms` rolls a non-empty active segment once it is old enough;

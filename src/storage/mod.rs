@@ -13,6 +13,7 @@ pub mod index;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_dir;
+pub mod producer_state;
 pub mod segment;
 pub mod testing;
 

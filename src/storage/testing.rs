@@ -45,6 +45,23 @@ pub fn batch_v2_at(count: usize, value_len: usize, first_timestamp: i64) -> Byte
     )
 }
 
+/// A v2 batch of `count` records from an idempotent producer, with
+/// sequences from `base_sequence`.
+pub fn batch_v2_idempotent(
+    count: usize,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+) -> Bytes {
+    let mut records = records(count, 16);
+    for (i, record) in records.iter_mut().enumerate() {
+        record.producer_id = producer_id;
+        record.producer_epoch = producer_epoch;
+        record.sequence = base_sequence.wrapping_add(i as i32);
+    }
+    encode(&records, 2, Compression::None)
+}
+
 /// A legacy message set (magic 0 or 1), compressed into one wrapper or not.
 pub fn legacy_message_set(magic: i8, count: usize, compression: Compression) -> Bytes {
     let mut records = records(count, 16);

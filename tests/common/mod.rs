@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod idempotence;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader};
@@ -316,14 +317,26 @@ pub fn produce_batch(
     records: usize,
     acks: i16,
 ) -> i16 {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
-    use kafka_protocol::protocol::StrBytes;
     let batch = ferrolog::storage::testing::batch_v2(
         records,
         20,
         kafka_protocol::records::Compression::None,
     );
+    produce_records(bootstrap, topic, partition, batch, acks).error_code
+}
+
+/// One raw Produce v7 of `records` (a record set) to `topic`-`partition`
+/// with `acks`; answers the partition's response.
+pub fn produce_records(
+    bootstrap: &str,
+    topic: &str,
+    partition: i32,
+    records: bytes::Bytes,
+    acks: i16,
+) -> kafka_protocol::messages::produce_response::PartitionProduceResponse {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
     let request = ProduceRequest::default()
         .with_acks(acks)
         .with_timeout_ms(5_000)
@@ -331,7 +344,7 @@ pub fn produce_batch(
             .with_name(TopicName(StrBytes::from_string(topic.to_string())))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(partition)
-                .with_records(Some(batch))])]);
+                .with_records(Some(records))])]);
     let response: ProduceResponse = raw_request(
         bootstrap,
         ApiKey::Produce,
@@ -339,7 +352,7 @@ pub fn produce_batch(
         &request,
         Duration::from_secs(30),
     );
-    response.responses[0].partition_responses[0].error_code
+    response.responses[0].partition_responses[0].clone()
 }
 
 /// One request and its response on a fresh connection, encoded and decoded
