@@ -744,6 +744,7 @@ impl Handler<AppendRecords> for PartitionActor {
         self.ensure_log_online(ctx);
         let bytes = msg.records.len() as u64;
         let acks = msg.acks;
+        let epoch_at_append = self.leader_epoch();
         let append = self.dispatch(
             log_actor::AppendDeferringFlush {
                 tp: self.tp.clone(),
@@ -757,6 +758,17 @@ impl Handler<AppendRecords> for PartitionActor {
                 .map(move |result, actor, ctx| {
                     actor.observe(&result);
                     let mut info = result?;
+                    // Leadership moved while the append was on the shard:
+                    // the purgatory was already failed, and no follower will
+                    // ever confirm this append.
+                    if !matches!(actor.role, Role::Leader(_))
+                        || actor.leader_epoch() != epoch_at_append
+                    {
+                        actor.set_log_end_offset(
+                            info.log_end_offset.max(actor.state.log_end_offset),
+                        );
+                        return Err(ReplicationError::NotLeaderOrFollower.into());
+                    }
                     let flushed = info.flush_due.then(|| {
                         let (reply, flushed) = oneshot::channel();
                         actor.flush_waiters.push_back(PendingFlush {

@@ -11,10 +11,13 @@ use ferrolog::actors::log::{
     Append, Close, CreateLog, GetLogOffsets, GetShards, LogActor, LogActorConfig, LogActorError,
 };
 use ferrolog::actors::partition::{
-    Acks, AppendRecords, GetState, PartitionActor, PartitionAssignment, PartitionHandle,
-    ReplicaContext, Restart, StopPartition,
+    Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, PartitionActor,
+    PartitionAssignment, PartitionHandle, ReplicaContext, Restart, StopPartition,
 };
 use ferrolog::clock::SystemClock;
+use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
+use ferrolog::metadata::{CreateMode, EmbeddedStore, MetadataStore};
+use ferrolog::replication::ReplicationError;
 use ferrolog::storage::testing::batch_v2;
 use ferrolog::storage::LogConfig;
 use ferrolog::topic_partition::TopicPartition;
@@ -326,5 +329,253 @@ fn durable_topics_acknowledge_after_a_shared_flush() {
         assert_eq!(offsets.recovery_point, 0);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(flushes.lock().unwrap().len(), seen.len());
+    });
+}
+
+/// A leader of `<topic>-0` with replicas [0, 1] and ISR [0, 1] on broker 0,
+/// whose follower (1) never fetches; its ISR lives in `store`'s partition
+/// state znode (at version `zk_version`, as the leader believes it), and it
+/// drops followers after `lag_ms`.
+async fn leader_with_a_silent_follower(
+    log: &Addr<LogActor>,
+    topic: &str,
+    store: Arc<dyn MetadataStore>,
+    lag_ms: i64,
+) -> PartitionHandle {
+    let tp = TopicPartition::new(topic, 0);
+    ferrolog::metadata::znodes::ensure_paths(store.as_ref())
+        .await
+        .unwrap();
+    let state = LeaderAndIsr {
+        leader: 0,
+        leader_epoch: 1,
+        isr: vec![0, 1],
+        controller_epoch: 1,
+    };
+    store
+        .create_recursive(
+            &TopicPartitionStateZNode::path(&tp),
+            TopicPartitionStateZNode::encode(&state),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    let offsets = log
+        .send(CreateLog {
+            tp: tp.clone(),
+            config: LogConfig::default(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let shards = log.send(GetShards).await.unwrap();
+    PartitionActor::start(
+        tp.clone(),
+        shards.for_partition(&tp),
+        offsets,
+        EventBus::new(),
+        ReplicaContext {
+            store: Some(store),
+            replica_lag_time_max_ms: lag_ms,
+            ..ReplicaContext::standalone(0, Arc::new(SystemClock))
+        },
+        PartitionAssignment {
+            leader: 0,
+            leader_epoch: 1,
+            isr: vec![0, 1],
+            replicas: vec![0, 1],
+            zk_version: 0,
+            controller_epoch: 1,
+        },
+        None,
+    )
+}
+
+fn acks_all(min_insync_replicas: usize, timeout_ms: u64) -> Acks {
+    Acks::All {
+        min_insync_replicas,
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
+fn replication_error(
+    answer: Result<(ferrolog::storage::AppendInfo, i64), LogActorError>,
+) -> ReplicationError {
+    match answer {
+        Err(LogActorError::Replication(e)) => e,
+        other => panic!("expected a replication error, got {other:?}"),
+    }
+}
+
+/// acks=all when the follower does not follow, as Kafka answers: after the
+/// request's timeout REQUEST_TIMED_OUT (the records stay written); when
+/// leadership moves, NOT_LEADER_OR_FOLLOWER; when the ISR shrinks below
+/// `min.insync.replicas` while a produce waits, the shrink is written to the
+/// state znode with a notification for the controller, and the produce is
+/// answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+#[test]
+fn acks_all_answers_when_the_follower_does_not_follow() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let waiting = leader_with_a_silent_follower(&log, "waiting", store.clone(), 60_000).await;
+        let append = |acks| AppendRecords {
+            records: batch_v2(5, 10, Compression::None),
+            acks,
+        };
+        let timed_out = waiting.addr.send(append(acks_all(1, 200))).await.unwrap();
+        assert_eq!(
+            replication_error(timed_out),
+            ReplicationError::RequestTimedOut
+        );
+        assert_eq!(waiting.addr.send(GetState).await.unwrap().log_end_offset, 5);
+        assert_eq!(waiting.addr.send(GetState).await.unwrap().high_watermark, 0);
+
+        let pending = waiting.addr.send(append(acks_all(1, 30_000)));
+        let moved = waiting.addr.send(ApplyAssignment(PartitionAssignment {
+            leader: 1,
+            leader_epoch: 2,
+            isr: vec![1],
+            replicas: vec![0, 1],
+            zk_version: 1,
+            controller_epoch: 1,
+        }));
+        let (pending, moved) = futures_util::future::join(pending, moved).await;
+        moved.unwrap().unwrap();
+        assert_eq!(
+            replication_error(pending.unwrap()),
+            ReplicationError::NotLeaderOrFollower
+        );
+
+        let shrinking = leader_with_a_silent_follower(&log, "shrinking", store.clone(), 300).await;
+        let started = std::time::Instant::now();
+        let after_append = shrinking
+            .addr
+            .send(append(acks_all(2, 10_000)))
+            .await
+            .unwrap();
+        assert_eq!(
+            replication_error(after_append),
+            ReplicationError::NotEnoughReplicasAfterAppend
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            shrinking.addr.send(GetReplicaState).await.unwrap().isr,
+            vec![0]
+        );
+        let tp = TopicPartition::new("shrinking", 0);
+        let (bytes, stat) = store
+            .get(&TopicPartitionStateZNode::path(&tp))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            TopicPartitionStateZNode::decode(&tp, &bytes).unwrap().isr,
+            vec![0]
+        );
+        assert_eq!(stat.version, 1);
+        assert_eq!(
+            store
+                .children("/isr_change_notification")
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    });
+}
+
+/// The purgatory holds at most 10 000 acks=all produces per partition: the
+/// next one is still written but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND
+/// at once; stopping the partition answers every waiting one.
+#[test]
+fn the_acks_all_purgatory_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "crowded", store, 600_000).await;
+        let batch = batch_v2(1, 10, Compression::None);
+        // Spawned, so every send is queued now rather than when awaited.
+        let waiting: Vec<_> = (0..10_000)
+            .map(|_| {
+                actix_rt::spawn(leader.addr.send(AppendRecords {
+                    records: batch.clone(),
+                    acks: acks_all(1, 120_000),
+                }))
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while leader.addr.send(GetState).await.unwrap().log_end_offset < 10_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "10 000 appends not done"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let one_too_many = leader
+            .addr
+            .send(AppendRecords {
+                records: batch.clone(),
+                acks: acks_all(1, 120_000),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            replication_error(one_too_many),
+            ReplicationError::NotEnoughReplicasAfterAppend
+        );
+        assert_eq!(
+            leader.addr.send(GetState).await.unwrap().log_end_offset,
+            10_001
+        );
+        leader.addr.send(StopPartition).await.unwrap();
+        // Answered, not left hanging: NOT_LEADER_OR_FOLLOWER, or the
+        // stopped actor's closed mailbox, which Produce answers the same.
+        for answer in futures_util::future::join_all(waiting).await {
+            if let Ok(answer) = answer.unwrap() {
+                assert_eq!(
+                    replication_error(answer),
+                    ReplicationError::NotLeaderOrFollower
+                );
+            }
+        }
+    });
+}
+
+/// An ISR write against a stale znode version is refused (another writer,
+/// the controller, moved the state on): the leader keeps its ISR and stops
+/// trying until the controller's next LeaderAndIsr.
+#[test]
+fn a_stale_isr_write_is_refused_and_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "stale", store.clone(), 100).await;
+        let tp = TopicPartition::new("stale", 0);
+        let path = TopicPartitionStateZNode::path(&tp);
+        // The controller rewrote the state twice; the leader still
+        // believes version 0.
+        let (bytes, _) = store.get(&path).await.unwrap().unwrap();
+        store.set(&path, bytes.clone(), None).await.unwrap();
+        store.set(&path, bytes, None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        assert_eq!(
+            leader.addr.send(GetReplicaState).await.unwrap().isr,
+            vec![0, 1]
+        );
+        let (bytes, stat) = store.get(&path).await.unwrap().unwrap();
+        assert_eq!(stat.version, 2, "nothing was written after the refusal");
+        assert_eq!(
+            TopicPartitionStateZNode::decode(&tp, &bytes).unwrap().isr,
+            vec![0, 1]
+        );
+        assert!(store
+            .children("/isr_change_notification")
+            .await
+            .unwrap()
+            .is_empty());
     });
 }

@@ -180,9 +180,21 @@ impl ShardLink {
         // A fresh sender is never parked, so this enqueues now.
         let request = self.addr.clone().send(msg);
         let index = self.index;
+        // The place in the window is given back once the shard answers,
+        // whether or not the sender is polling for the answer: a partition
+        // actor waiting for room (`ctx.wait`) does not poll its earlier
+        // answers, and would wait forever on places only they could free.
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        actix_rt::spawn(async move {
+            let reply = request.await;
+            drop(permit);
+            let _ = answer.send(reply);
+        });
         Box::pin(async move {
-            let _permit = permit;
-            request.await.map_err(|_| LogActorError::ShardGone(index))?
+            match answered.await {
+                Ok(reply) => reply.map_err(|_| LogActorError::ShardGone(index))?,
+                Err(_) => Err(LogActorError::ShardGone(index)),
+            }
         })
     }
 
@@ -218,16 +230,7 @@ impl ShardLink {
         T: Send + 'static,
         LogShard: Handler<M>,
     {
-        let _permit = self
-            .in_flight
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| LogActorError::ShardGone(self.index))?;
-        self.addr
-            .send(msg)
-            .await
-            .map_err(|_| LogActorError::ShardGone(self.index))?
+        self.dispatch_when_room(msg).await.await
     }
 }
 
