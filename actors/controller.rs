@@ -32,7 +32,9 @@ use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
-use super::log::{CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError, LogOffsets};
+use super::log::{
+    CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError, LogOffsets, UpdateLogConfig,
+};
 use super::partition::{
     ApplyAssignment, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
 };
@@ -495,7 +497,10 @@ impl Shared {
                 id
             }
         };
-        let configs = self.topic_configs(name).await?;
+        let mut configs = self.topic_configs(name).await?;
+        if name == crate::group::OFFSETS_TOPIC {
+            self.make_offsets_topic_compacted(&mut configs).await?;
+        }
         let log_config = self.log_config_for(&configs)?;
         let topic = self
             .become_leader(name, topic_id, &assignment, configs, log_config)
@@ -906,6 +911,37 @@ impl Shared {
             BrokerEvent::LeadershipLost { tp: tp.clone() }
         };
         self.partitions.events.publish(event);
+    }
+
+    /// `__consumer_offsets` written before compaction existed kept every
+    /// record (no retention): it becomes `cleanup.policy=compact`, as Kafka
+    /// creates it, so loading reads only what compaction keeps.
+    async fn make_offsets_topic_compacted(
+        &self,
+        configs: &mut BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        if configs.get("cleanup.policy").map(String::as_str) == Some("compact") {
+            return Ok(());
+        }
+        configs.insert("cleanup.policy".into(), "compact".into());
+        configs.remove("retention.ms");
+        configs.remove("retention.bytes");
+        let path = ConfigEntityZNode::path(ConfigType::Topic, crate::group::OFFSETS_TOPIC);
+        let data = ConfigEntityZNode::encode(configs);
+        match self.store.set(&path, data.clone(), None).await {
+            Ok(_) => {}
+            Err(MetadataError::NoNode(_)) => {
+                self.store
+                    .create_recursive(&path, data, CreateMode::Persistent)
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        }
+        log::info!(
+            "{} is now cleanup.policy=compact (it kept every record before)",
+            crate::group::OFFSETS_TOPIC
+        );
+        Ok(())
     }
 
     async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
@@ -1472,7 +1508,13 @@ async fn find_or_create_log(
     config: LogConfig,
 ) -> Result<LogOffsets, TopicError> {
     match log.send(GetLogOffsets { tp: tp.clone() }).await {
-        Ok(Ok(offsets)) => Ok(offsets),
+        // Loaded at start-up with the broker's defaults: the topic's own
+        // configs (retention, segment size, cleanup.policy...) apply now.
+        Ok(Ok(offsets)) => match log.send(UpdateLogConfig { tp, config }).await {
+            Ok(Ok(())) => Ok(offsets),
+            Ok(Err(e)) => Err(TopicError::Log(e)),
+            Err(_) => Err(TopicError::Stopped),
+        },
         Ok(Err(LogActorError::UnknownPartition(_))) => log
             .send(CreateLog { tp, config })
             .await

@@ -272,8 +272,8 @@ impl Actor for GroupCoordinator {
 
 /// How `__consumer_offsets` is created, wherever its creation starts
 /// (FindCoordinator, or a Metadata request naming it): with its own
-/// partition count and replication factor, keeping every record (no
-/// compaction yet, so no retention by time or size either).
+/// partition count and replication factor, compacted (the latest commit of
+/// each group and partition stays, and no retention by time or size).
 pub fn offsets_topic(config: &CoordinatorConfig) -> CreateTopic {
     CreateTopic {
         name: OFFSETS_TOPIC.to_string(),
@@ -281,8 +281,7 @@ pub fn offsets_topic(config: &CoordinatorConfig) -> CreateTopic {
         replication_factor: config.offsets_topic_replication_factor,
         assignments: BTreeMap::new(),
         configs: vec![
-            ("retention.ms".into(), "-1".into()),
-            ("retention.bytes".into(), "-1".into()),
+            ("cleanup.policy".into(), "compact".into()),
             ("segment.bytes".into(), "104857600".into()),
         ],
         validate_only: false,

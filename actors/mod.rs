@@ -2,6 +2,7 @@
 //!
 //! - `log`: the shared log actor, the one door to persistence, and under it
 //!   `log::shard`, a blocking thread owning a subset of the partition logs.
+//! - `log_cleaner`: compaction of `cleanup.policy=compact` logs.
 //! - `supervisor`: one supervision mechanism for every actor kind.
 //! - `event_bus`: typed broker events fanned out to subscribers.
 //! - `extension`: the public API for actors added from outside.
@@ -20,6 +21,7 @@ pub mod event_bus;
 pub mod extension;
 pub mod group_coordinator;
 pub mod log;
+pub mod log_cleaner;
 pub mod partition;
 pub mod pool;
 pub mod replica_fetcher;

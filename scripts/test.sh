@@ -59,6 +59,10 @@ echo "== cargo test --features failpoints --test failpoints"
 cargo test --features failpoints --test failpoints 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
+# The cleaner's crash points: SIGKILL at each step of a swap.
+cargo test --features failpoints --test compaction a_crash_at_any_cleaning_step 2>&1 | tee -a "$log"
+fp_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$fp_status
 set -e
 # The last binaries cargo runs (examples, benches) hold no tests; close with
 # the totals over every binary instead.

@@ -156,6 +156,12 @@ impl BrokerBuilder {
             .send(GetShards)
             .await
             .map_err(|_| LogActorError::Stopped)?;
+        if config.log_cleaner_enable {
+            crate::actors::log_cleaner::LogCleaner::start(
+                crate::actors::log_cleaner::LogCleanerConfig::from_broker(&config),
+                shards.clone(),
+            );
+        }
         let listener = config
             .listeners
             .first()

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use java_properties::{LineContent, PropertiesIter};
 
+pub use crate::storage::config::CleanupPolicy;
 use crate::storage::config::{LogConfig, TimestampType};
 
 /// Every broker key [`BrokerConfig::from_properties`] understands; anything
@@ -65,6 +66,17 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms",
     "log.cleanup.policy",
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
     "compression.type",
     "num.recovery.threads.per.data.dir",
     "num.replica.fetchers",
@@ -92,7 +104,6 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
 const MIN_SEGMENT_BYTES: i64 = 14;
 /// An offset index smaller than one entry could never index anything.
 const MIN_INDEX_BYTES: i64 = 4;
-const COMPACTION_UNSUPPORTED: &str = "log compaction is not supported yet";
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -180,13 +191,6 @@ impl fmt::Display for Listener {
     }
 }
 
-/// `log.cleanup.policy` / `cleanup.policy`. Compaction is rejected at parse
-/// time until the cleaner exists, so only `delete` can be represented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CleanupPolicy {
-    Delete,
-}
-
 /// `compression.type`: the codec the broker re-compresses batches with, or
 /// `Producer` to keep whatever the producer sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +226,7 @@ impl CompressionType {
 /// except where a negative value means something (then `i64`/`i32`, noted on
 /// the field) or where the value feeds [`LogConfig`], whose types it mirrors.
 /// Ranges are still Kafka's: an `INT` key never exceeds `i32::MAX`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BrokerConfig {
     /// `broker.id`; -1 asks the cluster to generate one.
     pub broker_id: i32,
@@ -289,6 +293,24 @@ pub struct BrokerConfig {
     pub log_message_timestamp_before_max_ms: i64,
     pub log_message_timestamp_after_max_ms: i64,
     pub log_cleanup_policy: CleanupPolicy,
+    /// The log cleaner (compaction) runs at all.
+    pub log_cleaner_enable: bool,
+    /// Cleanings run at once (each on a blocking thread).
+    pub log_cleaner_threads: usize,
+    /// Memory for the key -> offset map, shared by the cleaner threads.
+    pub log_cleaner_dedupe_buffer_size: u64,
+    /// Read and write buffer of one cleaning.
+    pub log_cleaner_io_buffer_size: u64,
+    /// How full the key map may get before a cleaning stops early.
+    pub log_cleaner_io_buffer_load_factor: f64,
+    /// Pause between cleaner passes when nothing needs cleaning.
+    pub log_cleaner_backoff_ms: u64,
+    /// Read throttle of each cleaning (bytes per second).
+    pub log_cleaner_io_max_bytes_per_second: f64,
+    pub log_cleaner_delete_retention_ms: i64,
+    pub log_cleaner_min_cleanable_ratio: f64,
+    pub log_cleaner_min_compaction_lag_ms: i64,
+    pub log_cleaner_max_compaction_lag_ms: i64,
     pub compression_type: CompressionType,
     pub num_recovery_threads_per_data_dir: usize,
     pub num_replica_fetchers: usize,
@@ -363,7 +385,18 @@ impl Default for BrokerConfig {
             log_message_timestamp_difference_max_ms: log.message_timestamp_difference_max_ms,
             log_message_timestamp_before_max_ms: log.message_timestamp_before_max_ms,
             log_message_timestamp_after_max_ms: log.message_timestamp_after_max_ms,
-            log_cleanup_policy: CleanupPolicy::Delete,
+            log_cleanup_policy: log.cleanup_policy,
+            log_cleaner_enable: true,
+            log_cleaner_threads: 1,
+            log_cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
+            log_cleaner_io_buffer_size: 512 * 1024,
+            log_cleaner_io_buffer_load_factor: 0.9,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_io_max_bytes_per_second: f64::MAX,
+            log_cleaner_delete_retention_ms: log.delete_retention_ms,
+            log_cleaner_min_cleanable_ratio: log.min_cleanable_dirty_ratio,
+            log_cleaner_min_compaction_lag_ms: log.min_compaction_lag_ms,
+            log_cleaner_max_compaction_lag_ms: log.max_compaction_lag_ms,
             compression_type: CompressionType::Producer,
             num_recovery_threads_per_data_dir: 1,
             num_replica_fetchers: 1,
@@ -484,6 +517,11 @@ impl BrokerConfig {
             flush_messages: self.log_flush_interval_messages,
             flush_ms: self.log_flush_interval_ms,
             producer_id_expiration_ms: self.producer_id_expiration_ms,
+            cleanup_policy: self.log_cleanup_policy,
+            delete_retention_ms: self.log_cleaner_delete_retention_ms,
+            min_cleanable_dirty_ratio: self.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms: self.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms: self.log_cleaner_max_compaction_lag_ms,
         }
     }
 
@@ -733,6 +771,62 @@ impl BrokerConfig {
                 Some(raw) => parse_cleanup_policy("log.cleanup.policy", raw)?,
                 None => d.log_cleanup_policy,
             },
+            log_cleaner_enable: p.bool("log.cleaner.enable", d.log_cleaner_enable)?,
+            log_cleaner_threads: p.int("log.cleaner.threads", Int, 0, d.log_cleaner_threads)?,
+            log_cleaner_dedupe_buffer_size: p.int(
+                "log.cleaner.dedupe.buffer.size",
+                Long,
+                0,
+                d.log_cleaner_dedupe_buffer_size,
+            )?,
+            log_cleaner_io_buffer_size: p.int(
+                "log.cleaner.io.buffer.size",
+                Int,
+                0,
+                d.log_cleaner_io_buffer_size,
+            )?,
+            log_cleaner_io_buffer_load_factor: p.double(
+                "log.cleaner.io.buffer.load.factor",
+                0.0,
+                1.0,
+                d.log_cleaner_io_buffer_load_factor,
+            )?,
+            log_cleaner_backoff_ms: p.int(
+                "log.cleaner.backoff.ms",
+                Long,
+                0,
+                d.log_cleaner_backoff_ms,
+            )?,
+            log_cleaner_io_max_bytes_per_second: p.double(
+                "log.cleaner.io.max.bytes.per.second",
+                f64::MIN_POSITIVE,
+                f64::MAX,
+                d.log_cleaner_io_max_bytes_per_second,
+            )?,
+            log_cleaner_delete_retention_ms: p.int(
+                "log.cleaner.delete.retention.ms",
+                Long,
+                0,
+                d.log_cleaner_delete_retention_ms,
+            )?,
+            log_cleaner_min_cleanable_ratio: p.double(
+                "log.cleaner.min.cleanable.ratio",
+                0.0,
+                1.0,
+                d.log_cleaner_min_cleanable_ratio,
+            )?,
+            log_cleaner_min_compaction_lag_ms: p.int(
+                "log.cleaner.min.compaction.lag.ms",
+                Long,
+                0,
+                d.log_cleaner_min_compaction_lag_ms,
+            )?,
+            log_cleaner_max_compaction_lag_ms: p.int(
+                "log.cleaner.max.compaction.lag.ms",
+                Long,
+                1,
+                d.log_cleaner_max_compaction_lag_ms,
+            )?,
             compression_type: match p.raw("compression.type") {
                 Some(raw) => parse_compression_type("compression.type", raw)?,
                 None => d.compression_type,
@@ -913,8 +1007,16 @@ pub fn apply_topic_overrides(
             // Kafka allows 0 here (unlike the broker-wide key): flush on every append.
             "flush.messages" => config.flush_messages = parse_int(key, value, Long, 0)?,
             "flush.ms" => config.flush_ms = parse_int(key, value, Long, 0)?,
-            "cleanup.policy" => {
-                parse_cleanup_policy(key, value)?;
+            "cleanup.policy" => config.cleanup_policy = parse_cleanup_policy(key, value)?,
+            "delete.retention.ms" => config.delete_retention_ms = parse_int(key, value, Long, 0)?,
+            "min.cleanable.dirty.ratio" => {
+                config.min_cleanable_dirty_ratio = parse_double(key, value, 0.0, 1.0)?
+            }
+            "min.compaction.lag.ms" => {
+                config.min_compaction_lag_ms = parse_int(key, value, Long, 0)?
+            }
+            "max.compaction.lag.ms" => {
+                config.max_compaction_lag_ms = parse_int(key, value, Long, 1)?
             }
             "min.insync.replicas" => {
                 let _: i32 = parse_int(key, value, Int, 1)?;
@@ -1023,18 +1125,33 @@ fn parse_timestamp_type(key: &str, raw: &str) -> Result<TimestampType, ConfigErr
 
 fn parse_cleanup_policy(key: &str, raw: &str) -> Result<CleanupPolicy, ConfigError> {
     let value = raw.trim();
-    let policies: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if policies.contains(&"compact") {
-        return Err(invalid(key, value, COMPACTION_UNSUPPORTED));
+    let mut policy = CleanupPolicy {
+        delete: false,
+        compact: false,
+    };
+    for name in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match name {
+            "delete" => policy.delete = true,
+            "compact" => policy.compact = true,
+            _ => return Err(invalid(key, value, "expected delete, compact or both")),
+        }
     }
-    if policies.is_empty() || policies.iter().any(|policy| *policy != "delete") {
-        return Err(invalid(key, value, "expected delete"));
+    if !policy.delete && !policy.compact {
+        return Err(invalid(key, value, "expected delete, compact or both"));
     }
-    Ok(CleanupPolicy::Delete)
+    Ok(policy)
+}
+
+/// A Java double in `[min, max]`.
+fn parse_double(key: &str, raw: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
+    let value = raw.trim();
+    let number: f64 = value
+        .parse()
+        .map_err(|_| invalid(key, value, "not a number"))?;
+    if !number.is_finite() && number != f64::MAX || number < min || number > max {
+        return Err(invalid(key, value, format!("must be in [{min}, {max}]")));
+    }
+    Ok(number)
 }
 
 fn parse_compression_type(key: &str, raw: &str) -> Result<CompressionType, ConfigError> {
@@ -1307,6 +1424,11 @@ impl Props {
         default: T,
     ) -> Result<T, ConfigError> {
         Ok(self.opt_int(key, java, min)?.unwrap_or(default))
+    }
+
+    fn double(&self, key: &str, min: f64, max: f64, default: f64) -> Result<f64, ConfigError> {
+        self.raw(key)
+            .map_or(Ok(default), |raw| parse_double(key, raw, min, max))
     }
 
     fn bool(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
@@ -1743,19 +1865,14 @@ mod tests {
             "CreateTime",
         );
         assert_invalid(
-            parse_err("log.cleanup.policy=compact"),
-            "log.cleanup.policy",
-            COMPACTION_UNSUPPORTED,
-        );
-        assert_invalid(
-            parse_err("log.cleanup.policy=delete,compact"),
-            "log.cleanup.policy",
-            COMPACTION_UNSUPPORTED,
-        );
-        assert_invalid(
             parse_err("log.cleanup.policy=shred"),
             "log.cleanup.policy",
             "expected delete",
+        );
+        assert_invalid(
+            parse_err("log.cleaner.min.cleanable.ratio=1.5"),
+            "log.cleaner.min.cleanable.ratio",
+            "must be in",
         );
     }
 
@@ -1905,7 +2022,9 @@ mod tests {
              log.message.timestamp.difference.max.ms=10\nlog.message.timestamp.before.max.ms=11\n\
              log.message.timestamp.after.max.ms=12\n\
              log.flush.interval.messages=8\nlog.flush.interval.ms=9\n\
-             producer.id.expiration.ms=14",
+             producer.id.expiration.ms=14\nlog.cleanup.policy=compact,delete\n\
+             log.cleaner.delete.retention.ms=15\nlog.cleaner.min.cleanable.ratio=0.25\n\
+             log.cleaner.min.compaction.lag.ms=16\nlog.cleaner.max.compaction.lag.ms=17",
         );
         let expected = LogConfig {
             segment_bytes: 1000,
@@ -1922,6 +2041,14 @@ mod tests {
             flush_messages: 8,
             flush_ms: 9,
             producer_id_expiration_ms: 14,
+            cleanup_policy: CleanupPolicy {
+                delete: true,
+                compact: true,
+            },
+            delete_retention_ms: 15,
+            min_cleanable_dirty_ratio: 0.25,
+            min_compaction_lag_ms: 16,
+            max_compaction_lag_ms: 17,
         };
         assert_eq!(config.log_config(), expected);
     }
@@ -1943,7 +2070,11 @@ mod tests {
             ("message.timestamp.after.max.ms", "13"),
             ("flush.messages", "0"),
             ("flush.ms", "9"),
-            ("cleanup.policy", "delete"),
+            ("cleanup.policy", "compact"),
+            ("delete.retention.ms", "21"),
+            ("min.cleanable.dirty.ratio", "0.1"),
+            ("min.compaction.lag.ms", "22"),
+            ("max.compaction.lag.ms", "23"),
             ("min.insync.replicas", "2"),
             ("retention.ms", "10"),
         ])
@@ -1963,6 +2094,11 @@ mod tests {
             flush_messages: 0,
             flush_ms: 9,
             producer_id_expiration_ms: LogConfig::default().producer_id_expiration_ms,
+            cleanup_policy: CleanupPolicy::COMPACT,
+            delete_retention_ms: 21,
+            min_cleanable_dirty_ratio: 0.1,
+            min_compaction_lag_ms: 22,
+            max_compaction_lag_ms: 23,
         };
         assert_eq!(config, expected);
         assert_eq!(topic(&[]).expect("no overrides"), LogConfig::default());
@@ -1977,9 +2113,14 @@ mod tests {
             "unknown",
         );
         assert_invalid(
-            topic(&[("cleanup.policy", "compact")]).unwrap_err(),
+            topic(&[("cleanup.policy", "compact,shred")]).unwrap_err(),
             "cleanup.policy",
-            COMPACTION_UNSUPPORTED,
+            "expected delete",
+        );
+        assert_invalid(
+            topic(&[("min.cleanable.dirty.ratio", "NaN")]).unwrap_err(),
+            "min.cleanable.dirty.ratio",
+            "must be in",
         );
         assert_invalid(
             topic(&[("min.insync.replicas", "0")]).unwrap_err(),

@@ -92,7 +92,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Long,
         "86400000",
         Some("log.cleaner.delete.retention.ms"),
-        false,
+        true,
     ),
     key(
         "file.delete.delay.ms",
@@ -155,7 +155,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Long,
         LONG_MAX,
         Some("log.cleaner.max.compaction.lag.ms"),
-        false,
+        true,
     ),
     key(
         "max.message.bytes",
@@ -211,14 +211,14 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Double,
         "0.5",
         Some("log.cleaner.min.cleanable.ratio"),
-        false,
+        true,
     ),
     key(
         "min.compaction.lag.ms",
         Long,
         "0",
         Some("log.cleaner.min.compaction.lag.ms"),
-        false,
+        true,
     ),
     key(
         "min.insync.replicas",

@@ -30,7 +30,8 @@ pub mod shard;
 pub use shard::{
     Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, CheckpointEntry,
     DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
-    Read, Roll, SetHighWatermark, Truncate, TruncateFully, UpdateLogConfig,
+    Read, Roll, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
+    UpdateLogConfig,
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,
@@ -246,7 +247,7 @@ impl LogShards {
 
     /// Send a list-valued message to every shard; one list of every
     /// answer, or the first error.
-    fn gather<M, T>(
+    pub(crate) fn gather<M, T>(
         &self,
         make: impl Fn() -> M,
     ) -> impl std::future::Future<Output = Result<Vec<T>, LogActorError>> + 'static

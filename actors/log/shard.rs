@@ -10,11 +10,13 @@
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use actix::prelude::*;
 use bytes::Bytes;
 
 use crate::clock::SharedClock;
+use crate::storage::cleaner::{CleanOutcome, CleanTask, Cleanable};
 use crate::storage::{
     AppendInfo, LoadOptions, LoadReport, LogConfig, LogError, PartitionLog, ReadInfo,
     RetentionReport,
@@ -55,7 +57,7 @@ enum PartitionState {
     Offline {
         reason: String,
         dir: PathBuf,
-        config: LogConfig,
+        config: Box<LogConfig>,
         options: LoadOptions,
     },
 }
@@ -115,7 +117,7 @@ impl LogShard {
             Some(PartitionState::Online(log)) => PartitionState::Offline {
                 reason,
                 dir: log.dir().to_path_buf(),
-                config: log.config().clone(),
+                config: Box::new(log.config().clone()),
                 options: LoadOptions {
                     recovery_point: log.recovery_point(),
                     log_start_offset: log.log_start_offset(),
@@ -182,7 +184,7 @@ impl LogShard {
             PartitionState::Offline {
                 reason: reason.clone(),
                 dir,
-                config,
+                config: Box::new(config),
                 options,
             },
         );
@@ -454,6 +456,13 @@ partition_request!(
     }
 );
 
+partition_request!(
+    /// Swap in what the cleaner wrote (`.cleaned` segments), each only if
+    /// its sources are unchanged; answers how many went in.
+    SwapCleaned { outcome: Arc<CleanOutcome> } -> usize,
+    |log, now, msg| log.swap_cleaned(&msg.outcome, now)
+);
+
 /// Load a partition found on disk at start-up (recovering it if needed).
 #[derive(Debug)]
 pub struct OpenLog {
@@ -579,6 +588,38 @@ impl Handler<EnforceRetention> for LogShard {
     }
 }
 
+/// The dirtiest compacted log of this shard the cleaner may take now (not
+/// one in `exclude`, being cleaned already), with its cleaning task.
+#[derive(Debug)]
+pub struct TakeCleanable {
+    pub exclude: Vec<TopicPartition>,
+}
+
+impl Message for TakeCleanable {
+    type Result = Result<Vec<(Cleanable, CleanTask)>, LogActorError>;
+}
+
+impl Handler<TakeCleanable> for LogShard {
+    type Result = Result<Vec<(Cleanable, CleanTask)>, LogActorError>;
+
+    fn handle(&mut self, msg: TakeCleanable, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("choosing a log to clean", |shard| {
+            let now = shard.clock.now_ms();
+            let best = shard
+                .online()
+                .filter(|(tp, _)| !msg.exclude.contains(tp))
+                .filter_map(|(_, log)| Some((log.cleanable(now)?, log)))
+                .max_by(|(a, _), (b, _)| {
+                    (a.must_clean, a.dirty_ratio)
+                        .partial_cmp(&(b.must_clean, b.dirty_ratio))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+                .and_then(|(cleanable, log)| Some((cleanable, log.clean_task(now)?)));
+            Ok(best.into_iter().collect())
+        })
+    }
+}
+
 /// Every log's checkpoint line.
 #[derive(Debug)]
 pub struct CollectCheckpoints;
@@ -678,7 +719,9 @@ impl Handler<ReopenOffline> for LogShard {
                         config,
                         options,
                         ..
-                    } if dir.exists() => Some((tp.clone(), dir.clone(), config.clone(), *options)),
+                    } if dir.exists() => {
+                        Some((tp.clone(), dir.clone(), (**config).clone(), *options))
+                    }
                     _ => None,
                 })
                 .collect();

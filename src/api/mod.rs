@@ -279,9 +279,11 @@ fn log_error_code(error: &LogError) -> i16 {
         }
         // Kafka's InvalidRecordException: well-formed entries whose
         // records do not add up; damaged bytes stay CORRUPT_MESSAGE.
-        LogError::InvalidBatch(BatchError::Empty | BatchError::InvalidRecordCount { .. }) => {
-            ResponseError::InvalidRecord.code()
-        }
+        LogError::InvalidBatch(
+            BatchError::Empty
+            | BatchError::InvalidRecordCount { .. }
+            | BatchError::MissingKey { .. },
+        ) => ResponseError::InvalidRecord.code(),
         LogError::InvalidBatch(BatchError::InvalidTimestamp { .. }) => {
             ResponseError::InvalidTimestamp.code()
         }

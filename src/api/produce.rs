@@ -257,7 +257,8 @@ fn min_insync_replicas(ctx: &BrokerContext, tp: &TopicPartition) -> usize {
 fn record_errors(error: &LogActorError) -> Vec<BatchIndexAndErrorMessage> {
     match error {
         LogActorError::Log(LogError::InvalidBatch(
-            e @ BatchError::InvalidTimestamp { record_index, .. },
+            e @ (BatchError::InvalidTimestamp { record_index, .. }
+            | BatchError::MissingKey { record_index }),
         )) => vec![BatchIndexAndErrorMessage::default()
             .with_batch_index(*record_index as i32)
             .with_batch_index_error_message(Some(StrBytes::from_string(e.to_string())))],

@@ -82,6 +82,11 @@ pub enum BatchError {
     Undecodable { position: usize, reason: String },
     #[error("compressed magic {magic} message at byte {position}: only uncompressed v0/v1 message sets are accepted")]
     UnsupportedLegacyCompression { position: usize, magic: i8 },
+    /// Kafka's "Compacted topic cannot accept message without key"
+    /// (INVALID_RECORD, with the record's index in Produce v8's
+    /// `record_errors`).
+    #[error("Compacted topic cannot accept message without key in topic partition (record {record_index})")]
+    MissingKey { record_index: usize },
     /// Kafka's RecordValidationException for a CreateTime timestamp out of
     /// `message.timestamp.before.max.ms`/`after.max.ms`; `record_index` is
     /// the record's index in its batch (Produce v8's `batch_index`).
@@ -502,6 +507,27 @@ pub fn check_timestamps(
                         latest,
                     });
                 }
+            }
+        }
+        position += header.size;
+    }
+    Ok(())
+}
+
+/// Every record of a compacted topic needs a key (Kafka's LogValidator).
+/// Control batches carry their own keys and are not checked.
+pub fn check_keys(records: &[u8]) -> Result<(), BatchError> {
+    let mut position = 0;
+    while position < records.len() {
+        let header = validate_entry(&records[position..], position)?;
+        let entry = &records[position..position + header.size];
+        let control = header.magic == 2 && entry[V2_ATTRIBUTES_POS + 1] & CONTROL_BIT != 0;
+        if !control {
+            if let Some(record_index) = decode_entry(entry, position)?
+                .iter()
+                .position(|record| record.key.is_none())
+            {
+                return Err(BatchError::MissingKey { record_index });
             }
         }
         position += header.size;

@@ -8,6 +8,35 @@ pub enum TimestampType {
     LogAppendTime,
 }
 
+/// `cleanup.policy`: what happens to old segments. `delete` removes them by
+/// retention; `compact` keeps the latest record of every key (the log
+/// cleaner); both may be on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    pub delete: bool,
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    pub const DELETE: CleanupPolicy = CleanupPolicy {
+        delete: true,
+        compact: false,
+    };
+    pub const COMPACT: CleanupPolicy = CleanupPolicy {
+        delete: false,
+        compact: true,
+    };
+
+    /// Kafka's spelling: `delete`, `compact` or `compact,delete`.
+    pub fn name(self) -> &'static str {
+        match (self.compact, self.delete) {
+            (true, true) => "compact,delete",
+            (true, false) => "compact",
+            _ => "delete",
+        }
+    }
+}
+
 /// Settings one partition log runs with. Field names follow Kafka's topic
 /// config keys (`segment.bytes` -> `segment_bytes`); units are in the name.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +72,19 @@ pub struct LogConfig {
     /// `producer.id.expiration.ms` (broker only): forget an idempotent
     /// producer whose last batch is older than this.
     pub producer_id_expiration_ms: i64,
+    /// `cleanup.policy` / `log.cleanup.policy`.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms` / `log.cleaner.delete.retention.ms`: how long
+    /// a tombstone stays once its segment has been cleaned.
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio` / `log.cleaner.min.cleanable.ratio`.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` / `log.cleaner.min.compaction.lag.ms`:
+    /// records younger than this are never compacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` / `log.cleaner.max.compaction.lag.ms`:
+    /// dirty records older than this are compacted whatever the ratio.
+    pub max_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -63,6 +105,11 @@ impl Default for LogConfig {
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX,
             producer_id_expiration_ms: 24 * 60 * 60 * 1000,
+            cleanup_policy: CleanupPolicy::DELETE,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
 }

@@ -13,11 +13,14 @@ use std::time::UNIX_EPOCH;
 use bytes::Bytes;
 
 use super::batch;
+use super::cleaner::{
+    CleanOutcome, CleanTask, Cleanable, SourceSegment, CLEANED_SUFFIX, SWAP_SUFFIX,
+};
 use super::config::LogConfig;
 use super::error::LogError;
 use super::leader_epoch::LeaderEpochCache;
 use super::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
-use super::segment::{FileRegion, Segment, SegmentRecovery};
+use super::segment::{segment_file, FileRegion, Segment, SegmentRecovery, SEGMENT_EXTENSIONS};
 use crate::topic_partition::TopicPartition;
 
 /// Offsets inside a segment are stored relative to its base in 32 bits.
@@ -105,6 +108,9 @@ pub struct PartitionLog {
     high_watermark: i64,
     /// Idempotent producers' epochs and sequences (`<offset>.snapshot`).
     producers: ProducerStateManager,
+    /// Offsets below this were compacted by the cleaner (in memory: after a
+    /// restart the whole log counts as dirty once more).
+    first_dirty_offset: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +150,7 @@ impl PartitionLog {
             leader_epochs,
             high_watermark: 0,
             producers,
+            first_dirty_offset: 0,
         })
     }
 
@@ -213,6 +220,7 @@ impl PartitionLog {
             leader_epochs: LeaderEpochCache::load(dir)?,
             high_watermark: 0,
             producers: ProducerStateManager::new(dir),
+            first_dirty_offset: 0,
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
@@ -272,6 +280,9 @@ impl PartitionLog {
         let records: Bytes = records.into();
         if let Some((before, after)) = self.config.timestamp_bounds() {
             batch::check_timestamps(&records, now_ms, before, after)?;
+        }
+        if self.config.cleanup_policy.compact {
+            batch::check_keys(&records)?;
         }
         let mut assigned = batch::assign_offsets(
             records,
@@ -479,7 +490,10 @@ impl PartitionLog {
         if offset <= self.segments[0].base_offset() {
             return self.truncate_fully_and_start_at(offset, now_ms);
         }
-        while self.segments.len() > 1 && self.active().base_offset() >= offset {
+        // A segment starting at `offset` stays, emptied: its base keeps the
+        // log end offset where it was cut, even when compaction left the
+        // segment before it ending earlier.
+        while self.segments.len() > 1 && self.active().base_offset() > offset {
             if let Some(segment) = self.segments.pop() {
                 segment.delete()?;
             }
@@ -564,13 +578,14 @@ impl PartitionLog {
         self.delete_segments_while_into(&mut report, |log, i| {
             log.segments[i + 1].base_offset() <= start
         })?;
-        if self.config.retention_ms >= 0 {
+        let delete = self.config.cleanup_policy.delete;
+        if delete && self.config.retention_ms >= 0 {
             let cutoff = now_ms - self.config.retention_ms;
             self.delete_segments_while_into(&mut report, |log, i| {
                 largest_timestamp(&log.segments[i]) < cutoff
             })?;
         }
-        if self.config.retention_bytes >= 0 {
+        if delete && self.config.retention_bytes >= 0 {
             let mut excess = self.size_in_bytes() as i64 - self.config.retention_bytes;
             self.delete_segments_while_into(&mut report, |log, i| {
                 let size = log.segments[i].size() as i64;
@@ -596,6 +611,164 @@ impl PartitionLog {
             );
         }
         Ok(report)
+    }
+
+    /// How much of this compacted log is dirty, over the closed segments
+    /// the cleaner may take now; None when it has nothing to clean.
+    pub fn cleanable(&self, now_ms: i64) -> Option<Cleanable> {
+        if !self.config.cleanup_policy.compact {
+            return None;
+        }
+        let segments = self.cleanable_segments(now_ms);
+        let first_dirty = self.first_dirty_offset.max(self.log_start_offset);
+        let mut clean_bytes = 0u64;
+        let mut dirty_bytes = 0u64;
+        let mut first_dirty_timestamp = None;
+        for (i, segment) in segments.iter().enumerate() {
+            // Closed segments always have a successor.
+            let end = self.segments[i + 1].base_offset();
+            if end <= first_dirty {
+                clean_bytes += segment.size();
+            } else {
+                dirty_bytes += segment.size();
+                first_dirty_timestamp.get_or_insert_with(|| largest_timestamp(segment));
+            }
+        }
+        if dirty_bytes == 0 {
+            return None;
+        }
+        let dirty_ratio = dirty_bytes as f64 / (clean_bytes + dirty_bytes) as f64;
+        let must_clean = first_dirty_timestamp.is_some_and(|timestamp| {
+            self.config.max_compaction_lag_ms < i64::MAX
+                && timestamp <= now_ms.saturating_sub(self.config.max_compaction_lag_ms)
+        });
+        (dirty_ratio >= self.config.min_cleanable_dirty_ratio || must_clean).then_some(Cleanable {
+            dirty_ratio,
+            dirty_bytes,
+            must_clean,
+        })
+    }
+
+    /// The closed segments the cleaner may take: from the start, up to the
+    /// first holding records above the high watermark or younger than
+    /// `min.compaction.lag.ms`.
+    fn cleanable_segments(&self, now_ms: i64) -> &[Segment] {
+        let closed = &self.segments[..self.segments.len() - 1];
+        let lag_cutoff = now_ms.saturating_sub(self.config.min_compaction_lag_ms);
+        let count = closed
+            .iter()
+            .take_while(|segment| {
+                segment.next_offset() <= self.high_watermark
+                    && (self.config.min_compaction_lag_ms == 0
+                        || largest_timestamp(segment) <= lag_cutoff)
+            })
+            .count();
+        &closed[..count]
+    }
+
+    /// What the cleaner needs to clean this log off its owner's thread.
+    pub fn clean_task(&self, now_ms: i64) -> Option<CleanTask> {
+        self.cleanable(now_ms)?;
+        Some(CleanTask {
+            tp: self.tp.clone(),
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            first_dirty_offset: self.first_dirty_offset.max(self.log_start_offset),
+            segments: self
+                .cleanable_segments(now_ms)
+                .iter()
+                .map(|segment| SourceSegment {
+                    base_offset: segment.base_offset(),
+                    size: segment.size(),
+                    largest_timestamp: largest_timestamp(segment),
+                    file: segment.file(),
+                })
+                .collect(),
+            producer_last_offsets: self.producers.last_offsets(),
+            now_ms,
+        })
+    }
+
+    /// Swap in what the cleaner wrote, each cleaned segment only if its
+    /// sources are still exactly those it read (retention, truncation or
+    /// DeleteRecords may have moved on meanwhile; then it is discarded).
+    /// Answers how many segments were swapped in.
+    ///
+    /// Crash safety, as Kafka's: the `.cleaned` files are renamed `.swap`
+    /// (the commit point, after a directory fsync), the sources deleted,
+    /// then the `.swap` files renamed into place, log last. A crash before
+    /// the commit leaves the old segments (the `.cleaned` files are
+    /// removed at load); after it, the load completes the swap.
+    pub fn swap_cleaned(&mut self, outcome: &CleanOutcome, now_ms: i64) -> Result<usize, LogError> {
+        let mut swapped = 0;
+        for cleaned in &outcome.cleaned {
+            let sources = cleaned.sources.len();
+            let first = self
+                .segments
+                .iter()
+                .position(|s| s.base_offset() == cleaned.base_offset);
+            let unchanged = first.is_some_and(|first| {
+                first + sources < self.segments.len()
+                    && self.segments[first..first + sources]
+                        .iter()
+                        .zip(&cleaned.sources)
+                        .all(|(segment, &(base, size))| {
+                            segment.base_offset() == base && segment.size() == size
+                        })
+            });
+            match first {
+                Some(first) if unchanged => {
+                    self.swap_in(first, sources, cleaned.base_offset, now_ms)?;
+                    swapped += 1;
+                }
+                _ => {
+                    log::info!(
+                        "{}: discarding cleaned segment {}: its sources changed while it was cleaned",
+                        self.tp,
+                        cleaned.base_offset
+                    );
+                    discard_cleaned(&self.dir, cleaned.base_offset)?;
+                }
+            }
+        }
+        if swapped == outcome.cleaned.len() {
+            self.first_dirty_offset = self.first_dirty_offset.max(outcome.first_dirty_offset);
+        }
+        Ok(swapped)
+    }
+
+    fn swap_in(
+        &mut self,
+        first: usize,
+        count: usize,
+        base: i64,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let rename = |from: &str, to: &str| -> Result<(), LogError> {
+            for extension in SEGMENT_EXTENSIONS {
+                let source = segment_file(&self.dir, base, &format!("{extension}{from}"));
+                let target = segment_file(&self.dir, base, &format!("{extension}{to}"));
+                fs::rename(&source, &target).map_err(|e| LogError::io(&source, e))?;
+            }
+            sync_dir(&self.dir)
+        };
+        rename(&format!(".{CLEANED_SUFFIX}"), &format!(".{SWAP_SUFFIX}"))?;
+        fail::fail_point!(
+            "cleaner.swap.committed",
+            |_| super::cleaner::crash_for_test()
+        );
+        let sources: Vec<Segment> = self.segments.drain(first..first + count).collect();
+        for source in sources {
+            source.delete()?;
+        }
+        fail::fail_point!("cleaner.swap.sources_deleted", |_| {
+            super::cleaner::crash_for_test()
+        });
+        rename(&format!(".{SWAP_SUFFIX}"), "")?;
+        let segment = Segment::open(&self.dir, base, &self.config, now_ms)?;
+        self.segments.insert(first, segment);
+        fail::fail_point!("cleaner.swap.done", |_| super::cleaner::crash_for_test());
+        Ok(())
     }
 
     fn delete_segments_while(
@@ -853,14 +1026,20 @@ fn last_offset_of(entries: &[u8]) -> Result<Option<i64>, LogError> {
 }
 
 /// Base offsets of the segments in `dir`, sorted. Leftovers of interrupted
-/// operations (`.tmp`, `.deleted`, `.cleaned`, `.swap`) are removed.
+/// operations (`.tmp`, `.deleted`, `.cleaned`) are removed, and a cleaning
+/// interrupted after it was committed (`.log.swap`) is completed.
 fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut bases = Vec::new();
+    let mut swaps = Vec::new();
     let entries = fs::read_dir(dir).map_err(|e| LogError::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| LogError::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        if let Some(base) = name.strip_suffix(".log.swap").and_then(parse_base) {
+            swaps.push(base);
+            continue;
+        }
         if [".tmp", ".deleted", ".cleaned", ".swap"]
             .iter()
             .any(|suffix| name.ends_with(suffix))
@@ -869,16 +1048,60 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
             fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
             continue;
         }
-        if let Some(stem) = name.strip_suffix(".log") {
-            if stem.len() == 20 {
-                if let Ok(base) = stem.parse::<i64>() {
-                    bases.push(base);
-                }
-            }
+        if let Some(base) = name.strip_suffix(".log").and_then(parse_base) {
+            bases.push(base);
         }
     }
     bases.sort_unstable();
+    swaps.sort_unstable();
+    for base in swaps {
+        complete_swap(dir, base, &mut bases)?;
+    }
     Ok(bases)
+}
+
+/// Remove a cleaned segment that will not be swapped in.
+fn discard_cleaned(dir: &Path, base: i64) -> Result<(), LogError> {
+    for extension in SEGMENT_EXTENSIONS {
+        let path = segment_file(dir, base, &format!("{extension}.{CLEANED_SUFFIX}"));
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io(&path, e)),
+        }
+    }
+    Ok(())
+}
+
+fn parse_base(stem: &str) -> Option<i64> {
+    (stem.len() == 20).then(|| stem.parse().ok()).flatten()
+}
+
+/// A `.log.swap` is a cleaned segment, fsynced and committed to replace the
+/// segments from its base through its last offset: delete what is left of
+/// those, then rename it into place (its indexes are rebuilt on open).
+fn complete_swap(dir: &Path, base: i64, bases: &mut Vec<i64>) -> Result<(), LogError> {
+    let swap = segment_file(dir, base, "log.swap");
+    let last = super::segment::last_offset_in_file(&swap)?.unwrap_or(base);
+    let replaced: Vec<i64> = bases
+        .iter()
+        .copied()
+        .filter(|&b| b >= base && b <= last)
+        .chain(std::iter::once(base))
+        .collect();
+    let mut report = LoadReport::default();
+    delete_segment_files(dir, &replaced, &mut report)?;
+    fs::rename(&swap, segment_file(dir, base, "log")).map_err(|e| LogError::io(&swap, e))?;
+    sync_dir(dir)?;
+    bases.retain(|b| !replaced.contains(b));
+    bases.push(base);
+    bases.sort_unstable();
+    log::warn!(
+        "{}: completed an interrupted log cleaning: segment {base} replaces {} segment(s)",
+        dir.display(),
+        replaced.len().saturating_sub(1).max(1)
+    );
+    Ok(())
 }
 
 fn delete_segment_files(

@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod config;
 pub mod error;
 pub mod index;

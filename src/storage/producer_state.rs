@@ -241,6 +241,15 @@ impl ProducerStateManager {
         self.producers.len()
     }
 
+    /// Each producer's last batch, by its last offset: compaction keeps
+    /// these batches so the state can be rebuilt from the log.
+    pub fn last_offsets(&self) -> HashMap<i64, i64> {
+        self.producers
+            .iter()
+            .filter_map(|(&id, entry)| entry.batches.back().map(|b| (id, b.last_offset)))
+            .collect()
+    }
+
     /// The producer's epoch and last sequence (tests, admin).
     pub fn last_sequence_of(&self, producer_id: i64) -> Option<(i16, i32)> {
         self.producers

@@ -75,6 +75,30 @@ fn file_path(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}.{extension}"))
 }
 
+/// `<dir>/<base offset>.<extension>`; the extension may carry a suffix
+/// (`log.cleaned`).
+pub fn segment_file(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
+    file_path(dir, base_offset, extension)
+}
+
+/// The files of one segment, log last (what a swap renames last).
+pub const SEGMENT_EXTENSIONS: [&str; 3] = ["index", "timeindex", "log"];
+
+/// The last offset in a log file, scanning every entry; None when it holds
+/// none. Stops at the first entry that fails its checks.
+pub fn last_offset_in_file(path: &Path) -> Result<Option<i64>, LogError> {
+    let file = File::open(path).map_err(|e| LogError::io(path, e))?;
+    let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+    let mut scanner = EntryScanner::new(&file, 0, len);
+    let mut last = None;
+    while let ScanStep::Entry { header, .. } =
+        scanner.next_verified().map_err(|e| LogError::io(path, e))?
+    {
+        last = Some(header.last_offset);
+    }
+    Ok(last)
+}
+
 #[derive(Debug)]
 pub struct Segment {
     base_offset: i64,
@@ -102,7 +126,29 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Segment, LogError> {
-        let log_path = file_path(dir, base_offset, "log");
+        Self::create_named(dir, base_offset, config, now_ms, "")
+    }
+
+    /// A new segment whose files carry `suffix` (`00..0.log.cleaned`): the
+    /// cleaner writes one, the log renames its files into place.
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, LogError> {
+        Self::create_named(dir, base_offset, config, now_ms, &format!(".{suffix}"))
+    }
+
+    fn create_named(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, LogError> {
+        let log_path = file_path(dir, base_offset, &format!("log{suffix}"));
         let log = OpenOptions::new()
             .read(true)
             .write(true)
@@ -110,8 +156,8 @@ impl Segment {
             .truncate(true)
             .open(&log_path)
             .map_err(|e| LogError::io(&log_path, e))?;
-        let index_path = file_path(dir, base_offset, "index");
-        let time_path = file_path(dir, base_offset, "timeindex");
+        let index_path = file_path(dir, base_offset, &format!("index{suffix}"));
+        let time_path = file_path(dir, base_offset, &format!("timeindex{suffix}"));
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -584,6 +630,11 @@ impl Segment {
             }
         }
         Ok(())
+    }
+
+    /// The open log file (the cleaner reads closed segments through it).
+    pub fn file(&self) -> Arc<File> {
+        Arc::clone(&self.log)
     }
 
     pub fn base_offset(&self) -> i64 {

@@ -84,3 +84,26 @@ fn encode(records: &[Record], version: i8, compression: Compression) -> Bytes {
         Err(e) => panic!("test batch could not be encoded: {e}"),
     }
 }
+
+/// One v2 batch of keyed records (`None` values are tombstones) with
+/// timestamps from `first_timestamp`.
+pub fn keyed_batch(
+    entries: &[(&str, Option<&str>)],
+    first_timestamp: i64,
+    compression: Compression,
+) -> Bytes {
+    let records: Vec<Record> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value))| {
+            crate::protocol::records::data_record(
+                i,
+                first_timestamp + i as i64,
+                Some(Bytes::copy_from_slice(key.as_bytes())),
+                value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+                IndexMap::new(),
+            )
+        })
+        .collect();
+    encode(&records, 2, compression)
+}
