@@ -418,8 +418,8 @@ fn with_error(effect: Effect, code: i16) -> Effect {
 }
 
 /// Read a whole `__consumer_offsets` partition and fold it into groups: the
-/// latest record per key wins, tombstones delete. Until compaction exists
-/// this reads everything the partition ever held.
+/// latest record per key wins, tombstones delete. The partition is
+/// compacted, so this reads what the cleaner kept plus the dirty tail.
 pub async fn read_groups(
     handle: &PartitionHandle,
 ) -> Result<(BTreeMap<String, LoadedGroupState>, Scanned), GroupLoadError> {

@@ -36,6 +36,7 @@ pub struct CoordinatorConfig {
     pub group: GroupConfig,
     pub offsets_topic_partitions: i32,
     pub offsets_topic_replication_factor: i16,
+    pub offsets_topic_segment_bytes: u64,
     pub offsets_retention_ms: i64,
     pub offsets_retention_check_interval_ms: u64,
 }
@@ -50,6 +51,7 @@ impl CoordinatorConfig {
                 max_size: config.group_max_size as usize,
             },
             offsets_topic_partitions: config.offsets_topic_num_partitions,
+            offsets_topic_segment_bytes: config.offsets_topic_segment_bytes,
             // A single broker on the embedded store cannot hold more than one
             // replica (Kafka's default of 3 would leave every group waiting
             // forever): capped here, with a warning at start-up.
@@ -282,7 +284,10 @@ pub fn offsets_topic(config: &CoordinatorConfig) -> CreateTopic {
         assignments: BTreeMap::new(),
         configs: vec![
             ("cleanup.policy".into(), "compact".into()),
-            ("segment.bytes".into(), "104857600".into()),
+            (
+                "segment.bytes".into(),
+                config.offsets_topic_segment_bytes.to_string(),
+            ),
         ],
         validate_only: false,
     }

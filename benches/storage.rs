@@ -26,6 +26,14 @@
 //!   `.log` files with a 1 MiB buffer. The size is
 //!   `FERROLOG_BENCH_RECOVERY_MIB` MiB (default 1024) for shorter runs.
 //!
+//! - `cleaner/ferrolog_clean` vs `cleaner/raw_read`: one cleaning
+//!   (`storage::cleaner::clean`: key map, filtered copy into `.cleaned`
+//!   segments, fsynced) of a 64 MiB compacted log of 16-record batches with
+//!   ~1 KiB values where every key was written twice (half the records go),
+//!   against sequential `read` of the same segment files. The `.cleaned`
+//!   files are removed between iterations, untimed. `FERROLOG_BENCH_CLEAN_MIB`
+//!   sets the size.
+//!
 //! Set `FERROLOG_BENCH_BREAKDOWN=1` to add `append/raw_write_copy` (the
 //! `BytesMut` copy + write) and `append/raw_write_copy_crc` (+ the CRC32C
 //! check), which split ferrolog_append's overhead over raw_write.
@@ -286,14 +294,19 @@ fn bench_read(c: &mut Criterion) {
     drop(log);
 }
 
-fn bench_recovery(c: &mut Criterion) {
-    // `cargo test --all-targets` runs each bench once without `--bench`:
-    // a smoke test, so keep the fixture small there.
-    let smoke = !std::env::args().any(|a| a == "--bench");
-    let mib: usize = std::env::var("FERROLOG_BENCH_RECOVERY_MIB")
+/// A fixture size in MiB: `$var`, else `full` under `cargo bench`, else
+/// `smoke` (`cargo test --all-targets` runs each bench once without
+/// `--bench`, as a smoke test, so the fixture stays small there).
+fn fixture_mib(var: &str, smoke: usize, full: usize) -> usize {
+    let benching = std::env::args().any(|a| a == "--bench");
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if smoke { 8 } else { 1024 });
+        .unwrap_or(if benching { full } else { smoke })
+}
+
+fn bench_recovery(c: &mut Criterion) {
+    let mib = fixture_mib("FERROLOG_BENCH_RECOVERY_MIB", 8, 1024);
     let batch = batch_16k();
     let batches = (mib * 1024 * 1024 / batch.len()).max(1);
     let dir = scratch_dir();
@@ -353,5 +366,81 @@ fn bench_recovery(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_append, bench_read, bench_recovery);
+fn bench_cleaner(c: &mut Criterion) {
+    use ferrolog::storage::cleaner::{clean, CleanerLimits};
+    use ferrolog::storage::config::CleanupPolicy;
+    use ferrolog::storage::testing::keyed_batch;
+    let mib = fixture_mib("FERROLOG_BENCH_CLEAN_MIB", 4, 64);
+    let config = LogConfig {
+        segment_bytes: 8 * 1024 * 1024,
+        cleanup_policy: CleanupPolicy::COMPACT,
+        min_cleanable_dirty_ratio: 0.0,
+        ..LogConfig::default()
+    };
+    let dir = scratch_dir();
+    let mut log = PartitionLog::create(dir.path(), tp(), config, NOW_MS).expect("create log");
+    let value = "v".repeat(1000);
+    let records = mib * 1024 * 1024 / (1024 + 40);
+    let distinct = (records / 2).max(1);
+    let keys: Vec<String> = (0..distinct).map(|k| format!("key-{k:08}")).collect();
+    for first in (0..records).step_by(RECORDS_PER_BATCH) {
+        let entries: Vec<(&str, Option<&str>)> = (first..first + RECORDS_PER_BATCH)
+            .map(|i| (keys[i % distinct].as_str(), Some(value.as_str())))
+            .collect();
+        log.append(keyed_batch(&entries, NOW_MS, Compression::None), NOW_MS)
+            .expect("append");
+    }
+    log.roll(NOW_MS).expect("roll");
+    log.set_high_watermark(log.log_end_offset());
+    log.flush(NOW_MS).expect("flush");
+    let task = log.clean_task(NOW_MS).expect("a cleanable log");
+    let size: u64 = task.segments.iter().map(|s| s.size).sum();
+    let files = log_files(log.dir());
+    let cleaned_files = || -> Vec<PathBuf> {
+        fs::read_dir(log.dir())
+            .expect("read dir")
+            .map(|e| e.expect("dir entry").path())
+            .filter(|p| p.to_string_lossy().ends_with(".cleaned"))
+            .collect()
+    };
+    let mut group = c.benchmark_group("cleaner");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .throughput(Throughput::Bytes(size));
+    group.bench_function("ferrolog_clean", |b| {
+        b.iter_custom(|iters| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                let outcome = clean(&task, &CleanerLimits::default()).expect("clean");
+                elapsed += start.elapsed();
+                assert!(outcome.stats.records_kept * 2 <= outcome.stats.records_read + 32);
+                for file in cleaned_files() {
+                    fs::remove_file(file).expect("remove .cleaned");
+                }
+            }
+            elapsed
+        })
+    });
+    let mut buf = vec![0u8; READ_CHUNK];
+    group.bench_function("raw_read", |b| {
+        b.iter(|| {
+            let read = raw_read_files(&files, &mut buf);
+            assert!(read >= size);
+            read
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_append,
+    bench_read,
+    bench_recovery,
+    bench_cleaner
+);
 criterion_main!(benches);

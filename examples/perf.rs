@@ -73,6 +73,22 @@ enum Command {
     Produce(ProduceArgs),
     /// Consume `count` records from the beginning of every partition.
     Consume(ConsumeArgs),
+    /// Commit offsets for `groups` groups (simple consumers, no
+    /// membership): each round commits every partition of the topic once
+    /// per group, in one OffsetCommit.
+    CommitOffsets(CommitArgs),
+}
+
+#[derive(Args)]
+struct CommitArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Groups `perf-group-0..`.
+    #[arg(long)]
+    groups: usize,
+    /// Commits of every partition per group.
+    #[arg(long)]
+    rounds: usize,
 }
 
 #[derive(Args)]
@@ -150,6 +166,7 @@ fn main() -> ExitCode {
         Command::CreateTopic(args) => create_topic(&args),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),
+        Command::CommitOffsets(args) => commit_offsets(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -624,5 +641,51 @@ fn consume(args: &ConsumeArgs) -> Result<(), String> {
             args.count
         ));
     }
+    Ok(())
+}
+
+fn commit_offsets(args: &CommitArgs) -> Result<(), String> {
+    use rdkafka::consumer::CommitMode;
+    let common = &args.common;
+    let consumers: Vec<BaseConsumer> = (0..args.groups)
+        .map(|group| {
+            client_config(common)?
+                .set("group.id", format!("perf-group-{group}"))
+                .set("enable.auto.commit", "false")
+                .create()
+                .map_err(|e| format!("consumer: {e}"))
+        })
+        .collect::<Result<_, String>>()?;
+    let partitions = match consumers.first() {
+        Some(consumer) => partition_count(
+            consumer.client(),
+            &common.topic,
+            Instant::now() + Duration::from_secs(10),
+        )?,
+        None => 0,
+    };
+    let started = Instant::now();
+    let mut commits = 0u64;
+    for round in 0..args.rounds {
+        for consumer in &consumers {
+            let mut list = TopicPartitionList::new();
+            for partition in 0..partitions {
+                list.add_partition_offset(
+                    &common.topic,
+                    partition,
+                    Offset::Offset(round as i64 + 1),
+                )
+                .map_err(|e| format!("offset list: {e}"))?;
+            }
+            consumer
+                .commit(&list, CommitMode::Sync)
+                .map_err(|e| format!("commit: {e}"))?;
+            commits += partitions as u64;
+        }
+        if started.elapsed() > Duration::from_secs(common.timeout) {
+            return Err(format!("timed out after {commits} commits"));
+        }
+    }
+    report(commits, 0, started.elapsed(), "");
     Ok(())
 }

@@ -52,7 +52,7 @@ cargo clippy --features failpoints --all-targets -- -D warnings
 echo "== cargo test"
 log=$(mktemp)
 set +e
-cargo test --all-targets 2>&1 | tee "$log"
+cargo test --no-fail-fast --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # Fault injection: the same crate built with its fail points compiled in.
 echo "== cargo test --features failpoints --test failpoints"

@@ -92,6 +92,7 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "replica.selector.class",
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
+    "offsets.topic.segment.bytes",
     "offsets.retention.minutes",
     "offsets.retention.check.interval.ms",
     "group.initial.rebalance.delay.ms",
@@ -330,6 +331,9 @@ pub struct BrokerConfig {
     pub replica_selector: ReplicaSelector,
     pub offsets_topic_num_partitions: i32,
     pub offsets_topic_replication_factor: i16,
+    /// `segment.bytes` of `__consumer_offsets` (only whole segments are
+    /// compacted, so smaller ones compact sooner).
+    pub offsets_topic_segment_bytes: u64,
     pub offsets_retention_minutes: u64,
     pub offsets_retention_check_interval_ms: u64,
     pub group_initial_rebalance_delay_ms: u64,
@@ -412,6 +416,7 @@ impl Default for BrokerConfig {
             replica_selector: ReplicaSelector::LeaderOnly,
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
+            offsets_topic_segment_bytes: 104_857_600,
             offsets_retention_minutes: 7 * 24 * 60,
             offsets_retention_check_interval_ms: 600_000,
             group_initial_rebalance_delay_ms: 3_000,
@@ -899,6 +904,12 @@ impl BrokerConfig {
                 Short,
                 1,
                 d.offsets_topic_replication_factor,
+            )?,
+            offsets_topic_segment_bytes: p.int(
+                "offsets.topic.segment.bytes",
+                Int,
+                1,
+                d.offsets_topic_segment_bytes,
             )?,
             offsets_retention_minutes: p.int(
                 "offsets.retention.minutes",

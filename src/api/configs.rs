@@ -104,10 +104,23 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
         "message.timestamp.after.max.ms" => config.message_timestamp_after_max_ms.to_string(),
         "flush.messages" => config.flush_messages.to_string(),
         "flush.ms" => config.flush_ms.to_string(),
-        "cleanup.policy" => "delete".to_string(),
+        "cleanup.policy" => config.cleanup_policy.name().to_string(),
+        "delete.retention.ms" => config.delete_retention_ms.to_string(),
+        "min.cleanable.dirty.ratio" => java_double(config.min_cleanable_dirty_ratio),
+        "min.compaction.lag.ms" => config.min_compaction_lag_ms.to_string(),
+        "max.compaction.lag.ms" => config.max_compaction_lag_ms.to_string(),
         // Not a log setting: the broker's `min.insync.replicas`.
         "min.insync.replicas" => broker.min_insync_replicas.to_string(),
         _ => String::new(),
+    }
+}
+
+/// A double as Java prints it (`0.5`, `1.0`).
+fn java_double(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e16 {
+        format!("{value:.1}")
+    } else {
+        value.to_string()
     }
 }
 
