@@ -331,12 +331,7 @@ fn bench_recovery(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5))
         .throughput(Throughput::Bytes(size));
 
-    let options = LoadOptions {
-        recovery_point: 0,
-        log_start_offset: 0,
-        clean_shutdown: false,
-        high_watermark: 0,
-    };
+    let options = LoadOptions::default();
     group.bench_function("ferrolog_recovery", |b| {
         b.iter_custom(|iters| {
             let mut elapsed = Duration::ZERO;

@@ -132,18 +132,30 @@ fn compaction_keeps_the_latest_value_of_every_key_at_its_offset() {
     // The tombstone of k9 stays after its first cleaning.
     assert_eq!(expected["k9"].1, None);
 
-    // A clean reload and a crash-style reload both read the same.
+    // Nothing is dirty any more; the checkpointed first dirty offset
+    // brings that back after a reload.
+    assert!(log.cleanable(2_000).is_none());
+    let first_dirty = log.cleaner_checkpoint().unwrap();
+    assert_eq!(first_dirty, leo);
     log.close(3_000).unwrap();
     let (log, _) = PartitionLog::load(
         &dir.path().join(tp.dir_name()),
         tp.clone(),
         compacted(1024),
-        LoadOptions::default(),
+        LoadOptions {
+            cleaner_offset: first_dirty,
+            high_watermark: leo,
+            ..LoadOptions::default()
+        },
         3_000,
     )
     .unwrap();
     assert_eq!(read_all(&log), after);
     assert_eq!(log.log_end_offset(), leo);
+    assert!(
+        log.cleanable(3_000).is_none(),
+        "the checkpoint says it is clean"
+    );
     assert!(leftovers(&dir.path().join(tp.dir_name())).is_empty());
 }
 
@@ -449,7 +461,18 @@ fn the_cleaner_compacts_what_librdkafka_wrote() {
             "offset {offset} kept its record"
         );
     }
+    // A clean stop records where the dirty part starts, as Kafka's
+    // cleaner-offset-checkpoint does.
+    let dir_path = broker.terminate();
+    let checkpoint = std::fs::read_to_string(dir_path.join("cleaner-offset-checkpoint")).unwrap();
+    let first_dirty: i64 = checkpoint
+        .lines()
+        .find_map(|line| line.strip_prefix("compacted 0 "))
+        .and_then(|offset| offset.parse().ok())
+        .unwrap_or_else(|| panic!("no compacted-0 line in {checkpoint:?}"));
+    assert!(first_dirty > 0 && first_dirty <= 2_000, "{checkpoint}");
     // Restarted after a SIGKILL, the compacted log reads the same.
+    let broker = BrokerProcess::restart_on(&dir_path, &["log.cleaner.enable=false"]);
     let dir_path = broker.kill();
     let broker = BrokerProcess::restart_on(&dir_path, &["log.cleaner.enable=false"]);
     assert_latest_values(&consume_all(&broker.bootstrap, "compacted"), &expected);

@@ -596,6 +596,7 @@ impl Harness {
             log_start_offset: log.log_start_offset(),
             clean_shutdown: clean,
             high_watermark: 0,
+            cleaner_offset: 0,
         };
         if clean {
             ok(log.close(NOW), "close")?;

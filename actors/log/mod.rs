@@ -513,12 +513,21 @@ fn write_checkpoint_files(
         let mut recovery_points = BTreeMap::new();
         let mut log_start_offsets = BTreeMap::new();
         let mut high_watermarks = BTreeMap::new();
+        let mut cleaner_offsets = BTreeMap::new();
         for entry in entries.iter().filter(|e| e.log_dir == dir.path()) {
             recovery_points.insert(entry.tp.clone(), entry.recovery_point);
             log_start_offsets.insert(entry.tp.clone(), entry.log_start_offset);
             high_watermarks.insert(entry.tp.clone(), entry.high_watermark);
+            if let Some(offset) = entry.cleaner_offset {
+                cleaner_offsets.insert(entry.tp.clone(), offset);
+            }
         }
-        dir.write_checkpoints(&recovery_points, &log_start_offsets, &high_watermarks)?;
+        dir.write_checkpoints(
+            &recovery_points,
+            &log_start_offsets,
+            &high_watermarks,
+            &cleaner_offsets,
+        )?;
         if mark_clean.get(i).copied().unwrap_or(false) {
             dir.mark_clean_shutdown()?;
         }

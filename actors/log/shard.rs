@@ -48,6 +48,8 @@ pub struct CheckpointEntry {
     pub recovery_point: i64,
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// A compacted log's first dirty offset (`cleaner-offset-checkpoint`).
+    pub cleaner_offset: Option<i64>,
 }
 
 enum PartitionState {
@@ -123,6 +125,7 @@ impl LogShard {
                     log_start_offset: log.log_start_offset(),
                     clean_shutdown: false,
                     high_watermark: log.high_watermark(),
+                    cleaner_offset: log.cleaner_checkpoint().unwrap_or(0),
                 },
             },
             Some(PartitionState::Offline {
@@ -238,6 +241,7 @@ fn offline_checkpoint(
         recovery_point: options.recovery_point,
         log_start_offset: options.log_start_offset,
         high_watermark: options.high_watermark,
+        cleaner_offset: (options.cleaner_offset > 0).then_some(options.cleaner_offset),
     }
 }
 
@@ -266,6 +270,7 @@ fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
         recovery_point: log.recovery_point(),
         log_start_offset: log.log_start_offset(),
         high_watermark: log.high_watermark(),
+        cleaner_offset: log.cleaner_checkpoint(),
     }
 }
 

@@ -16,6 +16,8 @@ use crate::topic_partition::TopicPartition;
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// Where each compacted log's dirty part starts (Kafka's `LogCleanerManager`).
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 
 const VERSION: u32 = 0;
 

@@ -38,6 +38,9 @@ pub struct LoadOptions {
     pub clean_shutdown: bool,
     /// The high watermark last checkpointed (`replication-offset-checkpoint`).
     pub high_watermark: i64,
+    /// Where the dirty part of a compacted log starts
+    /// (`cleaner-offset-checkpoint`); 0 when never cleaned.
+    pub cleaner_offset: i64,
 }
 
 /// What loading found and repaired.
@@ -233,6 +236,7 @@ impl PartitionLog {
             .truncate_from_start(log.log_start_offset)?;
         log.recovery_point = leo;
         log.high_watermark = options.high_watermark.clamp(log.log_start_offset, leo);
+        log.first_dirty_offset = options.cleaner_offset.clamp(log.log_start_offset, leo);
         log.rebuild_producer_state()?;
         report.segments = log.segments.len();
         if report.recovered_segments > 0 {
@@ -949,6 +953,15 @@ impl PartitionLog {
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point
     }
+    /// The first dirty offset of a compacted log, for
+    /// `cleaner-offset-checkpoint`; None for logs that are not compacted.
+    pub fn cleaner_checkpoint(&self) -> Option<i64> {
+        self.config
+            .cleanup_policy
+            .compact
+            .then_some(self.first_dirty_offset.max(self.log_start_offset))
+    }
+
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark
     }
@@ -1179,12 +1192,7 @@ mod tests {
 
         // A crash: no snapshot, the state comes back from the log.
         drop(log);
-        let crashed = LoadOptions {
-            recovery_point: 0,
-            log_start_offset: 0,
-            clean_shutdown: false,
-            high_watermark: 0,
-        };
+        let crashed = LoadOptions::default();
         let (mut log, _) =
             PartitionLog::load(&partition_dir, tp(), LogConfig::default(), crashed, 2).unwrap();
         assert_eq!(log.producer_last_sequence(42), Some((0, 4)));

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::checkpoint::{
-    OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use super::error::LogError;
 use super::log::LoadOptions;
@@ -35,6 +35,7 @@ pub struct LogDir {
     pub recovery_points: BTreeMap<TopicPartition, i64>,
     pub log_start_offsets: BTreeMap<TopicPartition, i64>,
     pub high_watermarks: BTreeMap<TopicPartition, i64>,
+    pub cleaner_offsets: BTreeMap<TopicPartition, i64>,
     /// Partition directories found, with their paths.
     pub partitions: Vec<(TopicPartition, PathBuf)>,
 }
@@ -75,6 +76,7 @@ impl LogDir {
         let recovery_points = read_checkpoint(RECOVERY_POINT_CHECKPOINT);
         let log_start_offsets = read_checkpoint(LOG_START_OFFSET_CHECKPOINT);
         let high_watermarks = read_checkpoint(REPLICATION_OFFSET_CHECKPOINT);
+        let cleaner_offsets = read_checkpoint(CLEANER_OFFSET_CHECKPOINT);
         if clean_shutdown {
             fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
             sync_dir(path)?;
@@ -103,6 +105,7 @@ impl LogDir {
             recovery_points,
             log_start_offsets,
             high_watermarks,
+            cleaner_offsets,
             partitions,
         })
     }
@@ -118,6 +121,7 @@ impl LogDir {
             log_start_offset: self.log_start_offsets.get(tp).copied().unwrap_or(0),
             clean_shutdown: self.clean_shutdown,
             high_watermark: self.high_watermarks.get(tp).copied().unwrap_or(0),
+            cleaner_offset: self.cleaner_offsets.get(tp).copied().unwrap_or(0),
         }
     }
 
@@ -128,12 +132,15 @@ impl LogDir {
         recovery_points: &BTreeMap<TopicPartition, i64>,
         log_start_offsets: &BTreeMap<TopicPartition, i64>,
         high_watermarks: &BTreeMap<TopicPartition, i64>,
+        cleaner_offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<(), LogError> {
         let _one_writer = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         OffsetCheckpointFile::new(&self.path, RECOVERY_POINT_CHECKPOINT).write(recovery_points)?;
         OffsetCheckpointFile::new(&self.path, LOG_START_OFFSET_CHECKPOINT)
             .write(log_start_offsets)?;
-        OffsetCheckpointFile::new(&self.path, REPLICATION_OFFSET_CHECKPOINT).write(high_watermarks)
+        OffsetCheckpointFile::new(&self.path, REPLICATION_OFFSET_CHECKPOINT)
+            .write(high_watermarks)?;
+        OffsetCheckpointFile::new(&self.path, CLEANER_OFFSET_CHECKPOINT).write(cleaner_offsets)
     }
 
     /// Leave the marker that lets the next start skip recovery. Call only
@@ -184,7 +191,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..100 {
                         log_dir
-                            .write_checkpoints(&wanted, &wanted, &wanted)
+                            .write_checkpoints(&wanted, &wanted, &wanted, &wanted)
                             .unwrap();
                     }
                 })
