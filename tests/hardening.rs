@@ -1227,3 +1227,41 @@ fn commits_in_a_generation_of_an_unknown_group_are_illegal() {
     assert_eq!(commit(5, "member-1"), 22);
     assert_eq!(commit(-1, ""), 0);
 }
+
+/// A topic's own configs apply to its log after a restart too: the log
+/// loaded at start-up used to keep the broker's defaults (here a 1 MB
+/// `max.message.bytes` instead of the topic's 1 000 bytes).
+#[test]
+fn topic_configs_apply_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let topic = NewTopic::new("small-records", 1, TopicReplication::Fixed(1))
+        .set("max.message.bytes", "1000");
+    let created = block_on(
+        admin(&broker.bootstrap).create_topics([&topic], &admin_options(Duration::from_secs(10))),
+    )
+    .unwrap();
+    assert_eq!(created, vec![Ok("small-records".to_string())]);
+    let big = || {
+        ferrolog::storage::testing::batch_v2(1, 5_000, kafka_protocol::records::Compression::None)
+    };
+    let too_large = 10; // MESSAGE_TOO_LARGE
+    assert_eq!(
+        common::produce_records(&broker.bootstrap, "small-records", 0, big(), 1).error_code,
+        too_large
+    );
+    let log_dir = broker.terminate();
+    let broker = BrokerProcess::restart_on(&log_dir, &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        let code =
+            common::produce_records(&broker.bootstrap, "small-records", 0, big(), 1).error_code;
+        // Not the leader yet while the controller loads the topic.
+        if code != 6 && code != 3 || Instant::now() > deadline {
+            break code;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, too_large);
+    broker.terminate();
+}
