@@ -156,12 +156,7 @@ impl BrokerBuilder {
             .send(GetShards)
             .await
             .map_err(|_| LogActorError::Stopped)?;
-        if config.log_cleaner_enable {
-            crate::actors::log_cleaner::LogCleaner::start(
-                crate::actors::log_cleaner::LogCleanerConfig::from_broker(&config),
-                shards.clone(),
-            );
-        }
+        let cleaner_shards = shards.clone();
         let listener = config
             .listeners
             .first()
@@ -268,6 +263,14 @@ impl BrokerBuilder {
             network.iter().map(|a| a.handle()).collect(),
         )
         .start();
+        // Started last: nothing after it can fail start-up, so it is never
+        // torn down half-started with the runtime.
+        if config.log_cleaner_enable {
+            crate::actors::log_cleaner::LogCleaner::start(
+                crate::actors::log_cleaner::LogCleanerConfig::from_broker(&config),
+                cleaner_shards,
+            );
+        }
         let offline = loaded.iter().filter(|l| l.offsets.is_err()).count();
         let recovered: usize = loaded.iter().map(|l| l.recovered_segments).sum();
         log::info!(

@@ -295,3 +295,53 @@ fn a_failing_partition_goes_offline_alone() {
         );
     });
 }
+
+/// A roll's fsyncs run on the shard's flusher thread, not inline: right
+/// after the roll the recovery point has not moved (the shard did not wait),
+/// and it reaches the rolled segment's end once the flusher is done.
+#[test]
+fn a_roll_is_flushed_off_the_shard_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let clock: SharedClock = Arc::new(SystemClock);
+        let (log, _) = LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
+            .await
+            .unwrap();
+        let tp = TopicPartition::new("rolling", 0);
+        log.send(CreateLog {
+            tp: tp.clone(),
+            config: LogConfig::default(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        for _ in 0..4 {
+            log.send(Append {
+                tp: tp.clone(),
+                records: batch_v2(5, 100, Compression::None),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        }
+        log.send(Roll { tp: tp.clone() }).await.unwrap().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let offsets = log
+                .send(GetLogOffsets { tp: tp.clone() })
+                .await
+                .unwrap()
+                .unwrap();
+            if offsets.recovery_point == 20 {
+                break;
+            }
+            assert!(offsets.recovery_point < 20, "{offsets:?}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never flushed: {offsets:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        log.send(Close).await.unwrap().unwrap();
+    });
+}

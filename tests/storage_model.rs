@@ -210,7 +210,8 @@ impl Model {
             self.segments = vec![offset.max(0)];
             self.log_start = offset.max(0);
         } else {
-            while self.segments.len() > 1 && self.active_base() >= offset {
+            // A segment starting at `offset` stays, emptied.
+            while self.segments.len() > 1 && self.active_base() > offset {
                 self.segments.pop();
             }
             let keep = self.entries.partition_point(|e| e.last < offset);
@@ -487,6 +488,14 @@ impl Harness {
                 );
             }
             Op::Crash(damage) => self.crash(damage)?,
+        }
+        // As the shard does: a roll's fsyncs run (on its flusher thread),
+        // then the recovery point moves.
+        if let Some(log) = self.log.as_mut() {
+            if let Some(flush) = log.take_roll_flush() {
+                ok(flush.run(), "roll flush")?;
+                log.roll_flushed(flush.up_to);
+            }
         }
         self.check()
     }
@@ -1233,4 +1242,29 @@ fn read_cut_ignores_a_lying_index() {
     fs::write(&path, &index).unwrap();
     h.load(options).unwrap();
     must(h.check_read(0, position as u64 + 10));
+}
+
+/// A roll leaves its fsyncs to the caller's other thread: the recovery
+/// point moves only once they are reported done.
+#[test]
+fn a_roll_moves_the_recovery_point_only_after_its_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::create(
+        dir.path(),
+        TopicPartition::new("roll", 0),
+        log_config(1 << 20, 4096),
+        NOW,
+    )
+    .unwrap();
+    let batch = batch_v2(5, 10, kafka_protocol::records::Compression::None);
+    log.append(BytesMut::from(&batch[..]), NOW).unwrap();
+    let leo = log.log_end_offset();
+    log.roll(NOW).unwrap();
+    assert_eq!(log.recovery_point(), 0, "not flushed yet");
+    let flush = log.take_roll_flush().expect("a roll flush");
+    assert_eq!(flush.up_to, leo);
+    assert!(log.take_roll_flush().is_none());
+    flush.run().unwrap();
+    log.roll_flushed(flush.up_to);
+    assert_eq!(log.recovery_point(), leo);
 }

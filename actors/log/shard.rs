@@ -19,7 +19,7 @@ use crate::clock::SharedClock;
 use crate::storage::cleaner::{CleanOutcome, CleanTask, Cleanable};
 use crate::storage::{
     AppendInfo, LoadOptions, LoadReport, LogConfig, LogError, PartitionLog, ReadInfo,
-    RetentionReport,
+    RetentionReport, RollFlush,
 };
 use crate::topic_partition::TopicPartition;
 
@@ -68,6 +68,9 @@ pub struct LogShard {
     id: usize,
     logs: HashMap<TopicPartition, PartitionState>,
     clock: SharedClock,
+    /// The shard's flusher thread: fsyncs after a roll run there, so this
+    /// thread never stalls on them (`RollFlush`).
+    flusher: Option<std::sync::mpsc::Sender<RollFlush>>,
 }
 
 impl LogShard {
@@ -76,6 +79,7 @@ impl LogShard {
             id,
             logs: HashMap::new(),
             clock,
+            flusher: None,
         }
     }
 
@@ -98,7 +102,12 @@ impl LogShard {
             Some(PartitionState::Online(log)) => log,
         };
         let failure = match catch_unwind(AssertUnwindSafe(|| op(log, now_ms))) {
-            Ok(Ok(value)) => return Ok(value),
+            Ok(Ok(value)) => {
+                if let Some(flush) = log.take_roll_flush() {
+                    self.flush_after_roll(flush);
+                }
+                return Ok(value);
+            }
             Ok(Err(e)) if !e.is_fatal_for_partition() => return Err(LogActorError::Log(e)),
             Ok(Err(e)) => e.to_string(),
             Err(panic) => format!("panic: {}", panic_message(panic.as_ref())),
@@ -108,6 +117,36 @@ impl LogShard {
             tp: tp.clone(),
             reason: failure,
         })
+    }
+
+    /// Hand a roll's fsyncs to the flusher thread (inline if it is gone).
+    fn flush_after_roll(&mut self, flush: RollFlush) {
+        let flush = match &self.flusher {
+            Some(flusher) => match flusher.send(flush) {
+                Ok(()) => return,
+                Err(returned) => returned.0,
+            },
+            None => flush,
+        };
+        let result = flush.run().map_err(|e| e.to_string());
+        self.apply_roll_flushed(&flush.tp, flush.up_to, result);
+    }
+
+    fn apply_roll_flushed(&mut self, tp: &TopicPartition, up_to: i64, result: Result<(), String>) {
+        if !matches!(self.logs.get(tp), Some(PartitionState::Online(_))) {
+            // Deleted or offline meanwhile: nothing to move.
+            return;
+        }
+        let _ = self.with_log(tp, |log, _| match result {
+            Ok(()) => {
+                log.roll_flushed(up_to);
+                Ok(())
+            }
+            Err(reason) => Err(LogError::io(
+                log.dir(),
+                std::io::Error::other(format!("fsync after a roll failed: {reason}")),
+            )),
+        });
     }
 
     fn take_offline(&mut self, tp: &TopicPartition, reason: String) {
@@ -277,8 +316,50 @@ fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
 impl Actor for LogShard {
     type Context = SyncContext<Self>;
 
-    fn started(&mut self, _ctx: &mut Self::Context) {
+    fn started(&mut self, ctx: &mut Self::Context) {
         log::debug!("log shard {} started", self.id);
+        let (sender, receiver) = std::sync::mpsc::channel::<RollFlush>();
+        let shard = ctx.address();
+        let spawned = std::thread::Builder::new()
+            .name(format!("log-flusher-{}", self.id))
+            .spawn(move || {
+                // Ends when the shard (the only sender) is gone.
+                while let Ok(flush) = receiver.recv() {
+                    let result = flush.run().map_err(|e| e.to_string());
+                    shard.do_send(RollFlushed {
+                        tp: flush.tp,
+                        up_to: flush.up_to,
+                        result,
+                    });
+                }
+            });
+        match spawned {
+            Ok(_) => self.flusher = Some(sender),
+            Err(e) => log::warn!(
+                "log shard {}: no flusher thread ({e}); rolls fsync inline",
+                self.id
+            ),
+        }
+    }
+}
+
+/// The flusher thread finished a roll's fsyncs.
+#[derive(Debug)]
+struct RollFlushed {
+    tp: TopicPartition,
+    up_to: i64,
+    result: Result<(), String>,
+}
+
+impl Message for RollFlushed {
+    type Result = ();
+}
+
+impl Handler<RollFlushed> for LogShard {
+    type Result = ();
+
+    fn handle(&mut self, msg: RollFlushed, _ctx: &mut Self::Context) {
+        self.apply_roll_flushed(&msg.tp, msg.up_to, msg.result);
     }
 }
 

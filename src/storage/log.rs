@@ -8,6 +8,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use bytes::Bytes;
@@ -78,6 +79,40 @@ pub struct ReadInfo {
     pub log_end_offset: i64,
 }
 
+/// The fsyncs a roll leaves to another thread, so the shard thread (and
+/// every partition on it) never waits on them: the closed segments' files
+/// and the partition directory. Once done, the recovery point may move to
+/// `up_to` (`PartitionLog::roll_flushed`), as Kafka's asynchronous
+/// `flushUptoOffsetExclusive` after a roll.
+#[derive(Debug)]
+pub struct RollFlush {
+    pub tp: TopicPartition,
+    pub dir: PathBuf,
+    /// Closed segments' log files (open: a segment deleted meanwhile is
+    /// still synced harmlessly) and index paths.
+    pub logs: Vec<Arc<fs::File>>,
+    pub indexes: Vec<PathBuf>,
+    pub up_to: i64,
+}
+
+impl RollFlush {
+    /// fsync everything named; blocking.
+    pub fn run(&self) -> Result<(), LogError> {
+        for file in &self.logs {
+            file.sync_data().map_err(|e| LogError::io(&self.dir, e))?;
+        }
+        for path in &self.indexes {
+            match fs::File::open(path).and_then(|f| f.sync_data()) {
+                Ok(()) => {}
+                // Deleted by retention or a cleaning meanwhile.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(path, e)),
+            }
+        }
+        sync_dir(&self.dir)
+    }
+}
+
 /// What a retention pass removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetentionReport {
@@ -111,9 +146,11 @@ pub struct PartitionLog {
     high_watermark: i64,
     /// Idempotent producers' epochs and sequences (`<offset>.snapshot`).
     producers: ProducerStateManager,
-    /// Offsets below this were compacted by the cleaner (in memory: after a
-    /// restart the whole log counts as dirty once more).
+    /// Offsets below this were compacted by the cleaner
+    /// (`cleaner-offset-checkpoint`).
     first_dirty_offset: i64,
+    /// fsyncs a roll left for another thread (`take_roll_flush`).
+    pending_roll_flush: Option<RollFlush>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +191,7 @@ impl PartitionLog {
             high_watermark: 0,
             producers,
             first_dirty_offset: 0,
+            pending_roll_flush: None,
         })
     }
 
@@ -224,6 +262,7 @@ impl PartitionLog {
             high_watermark: 0,
             producers: ProducerStateManager::new(dir),
             first_dirty_offset: 0,
+            pending_roll_flush: None,
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
@@ -394,18 +433,45 @@ impl PartitionLog {
         if self.active().is_empty() {
             return Ok(());
         }
-        self.active_mut().flush()?;
-        // The closed segment's own directory entry must be durable before
-        // the recovery point moves past it.
-        self.sync_dirs()?;
+        // The fsyncs go to another thread (`take_roll_flush`); the
+        // recovery point moves when they are done (`roll_flushed`).
+        self.active_mut().write_indexes()?;
+        let (log_file, index_paths) = (self.active().file(), self.active().index_paths());
+        let (tp, dir) = (self.tp.clone(), self.dir.clone());
+        let flush = self.pending_roll_flush.get_or_insert_with(|| RollFlush {
+            tp,
+            dir,
+            logs: Vec::new(),
+            indexes: Vec::new(),
+            up_to: base,
+        });
+        flush.logs.push(log_file);
+        flush.indexes.extend(index_paths);
+        flush.up_to = base;
         // Kafka's snapshot at each roll: a restart replays from here.
         self.producers.take_snapshot(base)?;
-        self.recovery_point = self.recovery_point.max(base);
         let segment = Segment::create(&self.dir, base, &self.config, now_ms)?;
         self.segments.push(segment);
         self.unsynced_dirs = UnsyncedDirs::Partition;
         log::debug!("{}: rolled a new segment at offset {base}", self.tp);
         Ok(())
+    }
+
+    /// The fsyncs left by rolls since the last call, for another thread.
+    pub fn take_roll_flush(&mut self) -> Option<RollFlush> {
+        self.pending_roll_flush.take()
+    }
+
+    /// A `RollFlush` up to `up_to` is done: the segments below it are on
+    /// disk, and so the recovery point may move there.
+    pub fn roll_flushed(&mut self, up_to: i64) {
+        let up_to = up_to.min(self.log_end_offset());
+        for segment in &mut self.segments {
+            if segment.next_offset() <= up_to && segment.base_offset() < up_to {
+                segment.mark_flushed();
+            }
+        }
+        self.recovery_point = self.recovery_point.max(up_to);
     }
 
     /// Read from `offset` up to `max_bytes`, never past `max_offset` (the high

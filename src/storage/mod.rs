@@ -20,5 +20,7 @@ pub mod testing;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::LogError;
-pub use log::{AppendInfo, LoadOptions, LoadReport, PartitionLog, ReadInfo, RetentionReport};
+pub use log::{
+    AppendInfo, LoadOptions, LoadReport, PartitionLog, ReadInfo, RetentionReport, RollFlush,
+};
 pub use segment::FileRegion;

@@ -609,6 +609,25 @@ impl Segment {
         self.flush_indexes(true)
     }
 
+    /// Write the index entries still in memory, without an fsync (a roll:
+    /// the fsync follows on another thread, `RollFlush`).
+    pub fn write_indexes(&mut self) -> Result<(), LogError> {
+        self.flush_indexes(false)
+    }
+
+    /// Another thread fsynced everything written so far (`RollFlush`).
+    pub fn mark_flushed(&mut self) {
+        self.dirty = false;
+    }
+
+    /// The index files' paths.
+    pub fn index_paths(&self) -> [PathBuf; 2] {
+        [
+            file_path(&self.dir, self.base_offset, "index"),
+            file_path(&self.dir, self.base_offset, "timeindex"),
+        ]
+    }
+
     fn flush_indexes(&mut self, sync: bool) -> Result<(), LogError> {
         let path = self.log_path();
         self.offset_index
