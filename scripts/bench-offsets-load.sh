@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long a coordinator takes to load __consumer_offsets at start-up, before
-# and after the log cleaner compacted it: GROUPS groups commit every one of
+# and after the log cleaner compacted it: GROUP_COUNT groups commit every one of
 # PARTITIONS partitions ROUNDS times (100 x 100 x 100 = 1,000,000 commits by
 # default) into one offsets partition; the broker is restarted LOADS times
 # with the cleaner off and the load times (the coordinator's "loaded ... in N
@@ -8,12 +8,12 @@
 # restarts are measured again. Medians are printed with their ratio.
 #
 #   scripts/bench-offsets-load.sh
-#   GROUPS=10 ROUNDS=10 scripts/bench-offsets-load.sh    # a quick run
+#   GROUP_COUNT=10 ROUNDS=10 scripts/bench-offsets-load.sh    # a quick run
 #
 # The machine is shared and noisy: compare the ratio, not absolute numbers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-groups="${GROUPS:-100}"
+groups="${GROUP_COUNT:-100}"
 partitions="${PARTITIONS:-100}"
 rounds="${ROUNDS:-100}"
 loads="${LOADS:-3}"
