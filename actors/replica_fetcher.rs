@@ -189,6 +189,7 @@ impl ReplicaFetcher {
     }
 
     fn apply(&mut self, outcomes: Vec<(TopicPartition, i32, Outcome)>) {
+        fail::fail_point!("fetcher.apply");
         let backoff_until = Instant::now() + self.config.backoff;
         for (tp, leader_epoch, outcome) in outcomes {
             let Some(followed) = self.partitions.get_mut(&tp) else {

@@ -59,8 +59,12 @@ echo "== cargo test --features failpoints --test failpoints"
 cargo test --features failpoints --test failpoints 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
-# The cleaner's crash points: SIGKILL at each step of a swap.
+# The cleaner's crash points: SIGKILL at each step of a swap; a replica
+# fetcher's panic in a 3-broker cluster.
 cargo test --features failpoints --test compaction a_crash_at_any_cleaning_step 2>&1 | tee -a "$log"
+fp_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$fp_status
+cargo test --features failpoints --test replication a_panicking_replica_fetcher 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
 set -e

@@ -21,6 +21,8 @@ pub struct Cluster {
     pub racks: Vec<&'static str>,
     /// Extra `key=value` overrides every broker gets.
     pub extra: Vec<String>,
+    /// Environment every broker process gets (`FAILPOINTS`, for one).
+    pub env: Vec<(String, String)>,
     /// Each broker's address: a restarted broker listens there again, as
     /// a real one does (clients and followers know it by it).
     pub addresses: BTreeMap<i32, String>,
@@ -44,6 +46,16 @@ impl Cluster {
     /// `size` brokers in `racks` (as `start_in_racks`), each with `extra`
     /// overrides.
     pub fn start_configured(size: i32, racks: &[&'static str], extra: &[&str]) -> Cluster {
+        Self::start_with_env(size, racks, extra, &[])
+    }
+
+    /// `start_configured`, every broker process with `env` set.
+    pub fn start_with_env(
+        size: i32,
+        racks: &[&'static str],
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Cluster {
         let zk = ZooKeeperServer::start();
         let mut cluster = Cluster {
             zk,
@@ -51,6 +63,10 @@ impl Cluster {
             brokers: BTreeMap::new(),
             racks: racks.to_vec(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             addresses: BTreeMap::new(),
         };
         for id in 0..size {
@@ -97,7 +113,12 @@ impl Cluster {
             overrides.push(format!("listeners=PLAINTEXT://{address}"));
         }
         let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
-        let broker = BrokerProcess::start(self.dirs[id as usize].path(), &refs);
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let broker = BrokerProcess::start_with_env(self.dirs[id as usize].path(), &refs, &env);
         self.addresses.insert(id, broker.bootstrap.clone());
         self.brokers.insert(id, broker);
     }
