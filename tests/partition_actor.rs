@@ -579,3 +579,65 @@ fn a_stale_isr_write_is_refused_and_not_retried() {
             .is_empty());
     });
 }
+
+/// The high watermark reaches `replication-offset-checkpoint` on the
+/// `replica.high.watermark.checkpoint.interval.ms` timer, while the
+/// partition keeps running (no stop, no close).
+#[test]
+fn the_high_watermark_checkpoint_timer_writes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let mut config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
+        config.checkpoint_interval_ms = 100;
+        let log = LogActor::start(config, Arc::new(SystemClock))
+            .await
+            .unwrap()
+            .0;
+        let tp = TopicPartition::new("ticking", 0);
+        let offsets = log
+            .send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let shards = log.send(GetShards).await.unwrap();
+        let partition = PartitionActor::start(
+            tp.clone(),
+            shards.for_partition(&tp),
+            offsets,
+            EventBus::new(),
+            ReplicaContext {
+                high_watermark_checkpoint_interval_ms: 100,
+                ..ReplicaContext::standalone(0, Arc::new(SystemClock))
+            },
+            PartitionAssignment::sole_replica(0),
+            None,
+        );
+        partition
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(7, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let checkpoint =
+                std::fs::read_to_string(dir.path().join("replication-offset-checkpoint"))
+                    .unwrap_or_default();
+            if checkpoint.contains("ticking 0 7") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the timer never wrote the high watermark: {checkpoint:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(partition.addr.connected(), "the partition is still running");
+    });
+}
