@@ -494,7 +494,7 @@ impl Harness {
         if let Some(log) = self.log.as_mut() {
             if let Some(flush) = log.take_roll_flush() {
                 ok(flush.run(), "roll flush")?;
-                log.roll_flushed(flush.up_to);
+                log.roll_flushed(flush.incarnation, flush.up_to);
             }
         }
         self.check()
@@ -1265,6 +1265,9 @@ fn a_roll_moves_the_recovery_point_only_after_its_flush() {
     assert_eq!(flush.up_to, leo);
     assert!(log.take_roll_flush().is_none());
     flush.run().unwrap();
-    log.roll_flushed(flush.up_to);
+    // A flush reported for another log of the same name says nothing here.
+    log.roll_flushed(flush.incarnation + 1, flush.up_to);
+    assert_eq!(log.recovery_point(), 0);
+    log.roll_flushed(flush.incarnation, flush.up_to);
     assert_eq!(log.recovery_point(), leo);
 }

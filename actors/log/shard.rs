@@ -129,19 +129,27 @@ impl LogShard {
             None => flush,
         };
         let result = flush.run().map_err(|e| e.to_string());
-        self.apply_roll_flushed(&flush.tp, flush.up_to, result);
+        self.apply_roll_flushed(&flush.tp, flush.incarnation, flush.up_to, result);
     }
 
-    fn apply_roll_flushed(&mut self, tp: &TopicPartition, up_to: i64, result: Result<(), String>) {
+    fn apply_roll_flushed(
+        &mut self,
+        tp: &TopicPartition,
+        incarnation: u64,
+        up_to: i64,
+        result: Result<(), String>,
+    ) {
         if !matches!(self.logs.get(tp), Some(PartitionState::Online(_))) {
             // Deleted or offline meanwhile: nothing to move.
             return;
         }
         let _ = self.with_log(tp, |log, _| match result {
             Ok(()) => {
-                log.roll_flushed(up_to);
+                log.roll_flushed(incarnation, up_to);
                 Ok(())
             }
+            // A failure for an earlier log of the same name is not this one's.
+            Err(_) if log.incarnation() != incarnation => Ok(()),
             Err(reason) => Err(LogError::io(
                 log.dir(),
                 std::io::Error::other(format!("fsync after a roll failed: {reason}")),
@@ -328,6 +336,7 @@ impl Actor for LogShard {
                     let result = flush.run().map_err(|e| e.to_string());
                     shard.do_send(RollFlushed {
                         tp: flush.tp,
+                        incarnation: flush.incarnation,
                         up_to: flush.up_to,
                         result,
                     });
@@ -347,6 +356,7 @@ impl Actor for LogShard {
 #[derive(Debug)]
 struct RollFlushed {
     tp: TopicPartition,
+    incarnation: u64,
     up_to: i64,
     result: Result<(), String>,
 }
@@ -359,7 +369,7 @@ impl Handler<RollFlushed> for LogShard {
     type Result = ();
 
     fn handle(&mut self, msg: RollFlushed, _ctx: &mut Self::Context) {
-        self.apply_roll_flushed(&msg.tp, msg.up_to, msg.result);
+        self.apply_roll_flushed(&msg.tp, msg.incarnation, msg.up_to, msg.result);
     }
 }
 

@@ -93,6 +93,9 @@ pub struct RollFlush {
     pub logs: Vec<Arc<fs::File>>,
     pub indexes: Vec<PathBuf>,
     pub up_to: i64,
+    /// Which log this is for: a topic deleted and created again under the
+    /// same name gets a new log, which this flush says nothing about.
+    pub incarnation: u64,
 }
 
 impl RollFlush {
@@ -151,6 +154,15 @@ pub struct PartitionLog {
     first_dirty_offset: i64,
     /// fsyncs a roll left for another thread (`take_roll_flush`).
     pending_roll_flush: Option<RollFlush>,
+    /// Unique per log opened in this process (`RollFlush::incarnation`).
+    incarnation: u64,
+}
+
+/// Numbers each log opened in this process.
+static INCARNATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_incarnation() -> u64 {
+    INCARNATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +204,7 @@ impl PartitionLog {
             producers,
             first_dirty_offset: 0,
             pending_roll_flush: None,
+            incarnation: next_incarnation(),
         })
     }
 
@@ -263,6 +276,7 @@ impl PartitionLog {
             producers: ProducerStateManager::new(dir),
             first_dirty_offset: 0,
             pending_roll_flush: None,
+            incarnation: next_incarnation(),
         };
         let leo = log.log_end_offset();
         log.log_start_offset = options
@@ -437,13 +451,14 @@ impl PartitionLog {
         // recovery point moves when they are done (`roll_flushed`).
         self.active_mut().write_indexes()?;
         let (log_file, index_paths) = (self.active().file(), self.active().index_paths());
-        let (tp, dir) = (self.tp.clone(), self.dir.clone());
+        let (tp, dir, incarnation) = (self.tp.clone(), self.dir.clone(), self.incarnation);
         let flush = self.pending_roll_flush.get_or_insert_with(|| RollFlush {
             tp,
             dir,
             logs: Vec::new(),
             indexes: Vec::new(),
             up_to: base,
+            incarnation,
         });
         flush.logs.push(log_file);
         flush.indexes.extend(index_paths);
@@ -462,9 +477,13 @@ impl PartitionLog {
         self.pending_roll_flush.take()
     }
 
-    /// A `RollFlush` up to `up_to` is done: the segments below it are on
-    /// disk, and so the recovery point may move there.
-    pub fn roll_flushed(&mut self, up_to: i64) {
+    /// A `RollFlush` of this log (`incarnation`) up to `up_to` is done:
+    /// the segments below it are on disk, and so the recovery point may
+    /// move there. A flush of an earlier log of the same name is ignored.
+    pub fn roll_flushed(&mut self, incarnation: u64, up_to: i64) {
+        if incarnation != self.incarnation {
+            return;
+        }
         let up_to = up_to.min(self.log_end_offset());
         for segment in &mut self.segments {
             if segment.next_offset() <= up_to && segment.base_offset() < up_to {
@@ -999,6 +1018,11 @@ impl PartitionLog {
 
     pub fn update_config(&mut self, config: LogConfig) {
         self.config = config;
+    }
+
+    /// Unique per log opened in this process.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     pub fn tp(&self) -> &TopicPartition {
