@@ -598,3 +598,44 @@ fn a_crash_at_any_cleaning_step_loses_nothing() {
         broker.terminate();
     }
 }
+
+/// A truncation (a follower after an unclean election) whose offset falls
+/// in a gap compaction left keeps the log end offset there, as Kafka's
+/// `truncateTo` does: offsets consumers have seen are never given out again.
+#[test]
+fn truncating_into_a_compacted_gap_keeps_the_log_end_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("gap", 0);
+    let mut log = PartitionLog::create(dir.path(), tp.clone(), compacted(1024), 0).unwrap();
+    write_rounds(&mut log, 20, 1_000);
+    log.roll(2_000).unwrap();
+    log.set_high_watermark(log.log_end_offset());
+    clean_once(&mut log, 2_000);
+    let kept: Vec<i64> = read_all(&log)
+        .iter()
+        .map(|(offset, _, _)| *offset)
+        .collect();
+    // An offset nobody holds any more, just below the first record kept.
+    assert!(kept[0] > 1, "{kept:?}");
+    let in_gap = kept[0] - 1;
+    log.truncate_to(in_gap, 3_000).unwrap();
+    assert_eq!(log.log_end_offset(), in_gap);
+    assert!(read_all(&log).iter().all(|(offset, _, _)| *offset < in_gap));
+    let info = log
+        .append(
+            keyed_batch(&[("k0", Some("after"))], 4_000, Compression::None),
+            4_000,
+        )
+        .unwrap();
+    assert_eq!(info.first_offset, in_gap);
+    log.close(5_000).unwrap();
+    let (log, _) = PartitionLog::load(
+        &dir.path().join(tp.dir_name()),
+        tp,
+        compacted(1024),
+        LoadOptions::default(),
+        5_000,
+    )
+    .unwrap();
+    assert_eq!(log.log_end_offset(), in_gap + 1);
+}

@@ -579,15 +579,37 @@ impl PartitionLog {
         if offset <= self.segments[0].base_offset() {
             return self.truncate_fully_and_start_at(offset, now_ms);
         }
+        // Whether `offset` lies in a gap compaction left (no entry holds it
+        // or starts below it in the entry found): then the log must still
+        // end at `offset`, as Kafka's `truncateTo` sets it, so no offset a
+        // consumer has seen is given out again.
+        let in_gap = {
+            let segment = &self.segments[self.segment_index_for(offset)];
+            let lookup = segment.find_entry(offset)?;
+            match lookup.found {
+                Some((_, header)) => {
+                    let first = header
+                        .first_offset()
+                        .or(lookup.previous_last_offset.map(|last| last + 1))
+                        .unwrap_or(segment.base_offset());
+                    first > offset
+                }
+                None => true,
+            }
+        };
         // A segment starting at `offset` stays, emptied: its base keeps the
-        // log end offset where it was cut, even when compaction left the
-        // segment before it ending earlier.
+        // log end offset where it was cut.
         while self.segments.len() > 1 && self.active().base_offset() > offset {
             if let Some(segment) = self.segments.pop() {
                 segment.delete()?;
             }
         }
         self.active_mut().truncate_to(offset)?;
+        if in_gap && self.log_end_offset() < offset {
+            let segment = Segment::create(&self.dir, offset, &self.config, now_ms)?;
+            self.segments.push(segment);
+            self.unsynced_dirs = UnsyncedDirs::Partition;
+        }
         let leo = self.log_end_offset();
         self.log_start_offset = self.log_start_offset.min(leo);
         self.recovery_point = self.recovery_point.min(leo);
