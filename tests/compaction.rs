@@ -639,3 +639,147 @@ fn truncating_into_a_compacted_gap_keeps_the_log_end_offset() {
     .unwrap();
     assert_eq!(log.log_end_offset(), in_gap + 1);
 }
+
+/// Compaction keeps each idempotent producer's last batch whole, even when
+/// newer records replaced all its keys, so the producer's state can still
+/// be rebuilt from the log after a crash (no snapshot).
+#[test]
+fn compaction_keeps_each_producers_last_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("producers", 0);
+    let partition_dir = dir.path().join(tp.dir_name());
+    let mut log = PartitionLog::create(dir.path(), tp.clone(), compacted(1024), 0).unwrap();
+    // Producer 42, epoch 0: two batches (sequences 0-1 and 2-3) of keys
+    // that plain writes replace afterwards.
+    for (first_sequence, keys) in [(0, ["a", "b"]), (2, ["c", "d"])] {
+        let mut records =
+            ferrolog::storage::testing::records_at(2, 8, 1_000 + first_sequence as i64);
+        for (i, record) in records.iter_mut().enumerate() {
+            record.producer_id = 42;
+            record.producer_epoch = 0;
+            record.sequence = first_sequence + i as i32;
+            record.key = Some(Bytes::from(keys[i]));
+        }
+        let mut buf = bytes::BytesMut::new();
+        kafka_protocol::records::RecordBatchEncoder::encode(
+            &mut buf,
+            records.iter(),
+            &kafka_protocol::records::RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
+        log.append(buf.freeze(), 1_000).unwrap();
+    }
+    write_rounds(&mut log, 10, 2_000);
+    for key in ["a", "b", "c", "d"] {
+        log.append(
+            keyed_batch(&[(key, Some("plain"))], 3_000, Compression::None),
+            3_000,
+        )
+        .unwrap();
+    }
+    log.roll(4_000).unwrap();
+    log.set_high_watermark(log.log_end_offset());
+    // One cleaned segment: with the active one, the last two segments,
+    // which a load without a snapshot replays (as Kafka does).
+    log.update_config(compacted(1 << 20));
+    clean_once(&mut log, 4_000);
+    assert_eq!(log.segment_count(), 2, "{:?}", log.segment_base_offsets());
+    let kept = read_all(&log);
+    // The first batch (offsets 0-1) went; the last (offsets 2-3) stayed.
+    assert!(!kept.iter().any(|(offset, _, _)| *offset < 2), "{kept:?}");
+    assert!(kept
+        .iter()
+        .any(|(offset, key, _)| *offset == 2 && key == "c"));
+    assert!(kept
+        .iter()
+        .any(|(offset, key, _)| *offset == 3 && key == "d"));
+    // A crash, and no snapshot: the state comes back from the kept batch.
+    drop(log);
+    for entry in std::fs::read_dir(&partition_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "snapshot") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let (log, _) = PartitionLog::load(
+        &partition_dir,
+        tp,
+        compacted(1 << 20),
+        LoadOptions::default(),
+        5_000,
+    )
+    .unwrap();
+    assert_eq!(log.producer_last_sequence(42), Some((0, 3)));
+}
+
+/// `__consumer_offsets` is created compacted; one that is not (written by
+/// an older ferrolog: `cleanup.policy=delete`) is converted at start, with
+/// a log line, and the committed offsets are still there.
+#[test]
+fn the_offsets_topic_is_compacted_and_converted_at_start() {
+    use rdkafka::admin::{AlterConfig, ResourceSpecifier};
+    use rdkafka::consumer::CommitMode;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["offsets.topic.num.partitions=1"]);
+    create_compacted_topic(&broker.bootstrap, "tracked");
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "converted")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("tracked", 0, Offset::Offset(42))
+        .unwrap();
+    consumer.commit(&offsets, CommitMode::Sync).unwrap();
+    let policy = |bootstrap: &str| {
+        let described = block_on(admin(bootstrap).describe_configs(
+            [&ResourceSpecifier::Topic("__consumer_offsets")],
+            &admin_options(Duration::from_secs(10)),
+        ))
+        .unwrap();
+        let resource = described.into_iter().next().unwrap().unwrap();
+        resource.get("cleanup.policy").and_then(|e| e.value.clone())
+    };
+    assert_eq!(policy(&broker.bootstrap).as_deref(), Some("compact"));
+    // What an older broker left: a delete-policy offsets topic.
+    let old = AlterConfig::new(ResourceSpecifier::Topic("__consumer_offsets"))
+        .set("cleanup.policy", "delete")
+        .set("retention.ms", "-1");
+    let altered = block_on(
+        admin(&broker.bootstrap).alter_configs([&old], &admin_options(Duration::from_secs(10))),
+    )
+    .unwrap();
+    assert!(altered.iter().all(|r| r.is_ok()), "{altered:?}");
+    assert_eq!(policy(&broker.bootstrap).as_deref(), Some("delete"));
+    drop(consumer);
+    let log_dir = broker.terminate();
+
+    let mut broker = BrokerProcess::restart_on(&log_dir, &["offsets.topic.num.partitions=1"]);
+    broker.wait_for_line(
+        "__consumer_offsets is now cleanup.policy=compact",
+        Duration::from_secs(20),
+    );
+    assert_eq!(policy(&broker.bootstrap).as_deref(), Some("compact"));
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "converted")
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let committed = consumer.committed_offsets(offsets.clone(), Duration::from_secs(10));
+        if let Ok(committed) = committed {
+            if committed.find_partition("tracked", 0).map(|p| p.offset())
+                == Some(Offset::Offset(42))
+            {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "the commit of 42 is gone");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    broker.terminate();
+}

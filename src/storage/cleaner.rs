@@ -88,6 +88,8 @@ pub(crate) fn crash_for_test() -> ! {
 #[derive(Debug, Clone)]
 pub struct SourceSegment {
     pub base_offset: i64,
+    /// Where the next segment starts (a closed segment always has one).
+    pub end_offset: i64,
     pub size: u64,
     /// Its largest record timestamp (tombstone expiry).
     pub largest_timestamp: i64,
@@ -298,7 +300,7 @@ pub fn clean(task: &CleanTask, limits: &CleanerLimits) -> Result<CleanOutcome, L
         .segments
         .iter()
         .take_while(|s| s.base_offset < task.first_dirty_offset)
-        .filter(|s| segment_end(task, s.base_offset) <= task.first_dirty_offset)
+        .filter(|s| s.end_offset <= task.first_dirty_offset)
         .last()
         .map_or(i64::MIN, |s| {
             s.largest_timestamp
@@ -329,14 +331,6 @@ pub fn clean(task: &CleanTask, limits: &CleanerLimits) -> Result<CleanOutcome, L
     })
 }
 
-/// Where the segment after `base_offset` starts (or the end of the task).
-fn segment_end(task: &CleanTask, base_offset: i64) -> i64 {
-    task.segments
-        .iter()
-        .find(|s| s.base_offset > base_offset)
-        .map_or(i64::MAX, |s| s.base_offset)
-}
-
 /// Map the dirty segments' keys; answers where the mapped part ends (the
 /// end of the last segment, or earlier if the map filled up).
 fn build_offset_map(
@@ -348,8 +342,8 @@ fn build_offset_map(
 ) -> Result<i64, LogError> {
     let mut mapped_to = task.first_dirty_offset;
     for source in &task.segments {
-        let end = segment_end(task, source.base_offset);
-        if end != i64::MAX && end <= task.first_dirty_offset {
+        let end = source.end_offset;
+        if end <= task.first_dirty_offset {
             continue;
         }
         let mut reader = EntryReader::new(source, limits.io_buffer_bytes, throttle, &task.dir);
@@ -385,7 +379,7 @@ fn build_offset_map(
             }
             mapped_to = header.last_offset + 1;
         }
-        mapped_to = mapped_to.max(if end == i64::MAX { mapped_to } else { end });
+        mapped_to = mapped_to.max(end);
     }
     Ok(mapped_to)
 }
@@ -416,8 +410,7 @@ fn group_segments<'a>(
     for &segment in segments {
         let fits = groups.last().is_some_and(|group| {
             size + segment.size <= task.config.segment_bytes
-                && segment_end(task, segment.base_offset).saturating_sub(group[0].base_offset)
-                    <= i64::from(i32::MAX)
+                && segment.end_offset.saturating_sub(group[0].base_offset) <= i64::from(i32::MAX)
         });
         if fits {
             size += segment.size;

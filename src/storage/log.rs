@@ -788,8 +788,11 @@ impl PartitionLog {
             segments: self
                 .cleanable_segments(now_ms)
                 .iter()
-                .map(|segment| SourceSegment {
+                .enumerate()
+                .map(|(i, segment)| SourceSegment {
                     base_offset: segment.base_offset(),
+                    // Closed segments always have a successor.
+                    end_offset: self.segments[i + 1].base_offset(),
                     size: segment.size(),
                     largest_timestamp: largest_timestamp(segment),
                     file: segment.file(),
