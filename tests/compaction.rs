@@ -506,16 +506,7 @@ fn keyless_records_are_refused_on_compacted_topics() {
         ferrolog::storage::testing::keyed_batch(&[("a", Some("1"))], 1_000, Compression::None);
     let mut records = ferrolog::storage::testing::records(3, 4);
     records[2].key = None;
-    let mut buf = bytes::BytesMut::new();
-    kafka_protocol::records::RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &kafka_protocol::records::RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
+    let keyless = ferrolog::protocol::records::encode_records(&records).unwrap();
     let request = ProduceRequest::default()
         .with_acks(1)
         .with_timeout_ms(5_000)
@@ -523,7 +514,7 @@ fn keyless_records_are_refused_on_compacted_topics() {
             .with_name(TopicName(StrBytes::from_static_str("keys-only")))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(buf.freeze()))])]);
+                .with_records(Some(keyless))])]);
     let response: ProduceResponse = common::raw_request(
         &broker.bootstrap,
         ApiKey::Produce,
@@ -660,17 +651,8 @@ fn compaction_keeps_each_producers_last_batch() {
             record.sequence = first_sequence + i as i32;
             record.key = Some(Bytes::from(keys[i]));
         }
-        let mut buf = bytes::BytesMut::new();
-        kafka_protocol::records::RecordBatchEncoder::encode(
-            &mut buf,
-            records.iter(),
-            &kafka_protocol::records::RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .unwrap();
-        log.append(buf.freeze(), 1_000).unwrap();
+        let batch = ferrolog::protocol::records::encode_records(&records).unwrap();
+        log.append(batch, 1_000).unwrap();
     }
     write_rounds(&mut log, 10, 2_000);
     for key in ["a", "b", "c", "d"] {
