@@ -345,3 +345,28 @@ fn a_roll_is_flushed_off_the_shard_thread() {
         log.send(Close).await.unwrap().unwrap();
     });
 }
+
+/// Once the logs are closed (the clean-shutdown marker follows), a log is
+/// no longer created: one created then would sit unflushed under the
+/// marker, and the next start would trust it without recovery.
+#[test]
+fn no_log_is_created_after_close() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let clock: SharedClock = Arc::new(SystemClock);
+        let (log, _) = LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
+            .await
+            .unwrap();
+        let create = |topic: &str| CreateLog {
+            tp: TopicPartition::new(topic, 0),
+            config: LogConfig::default(),
+        };
+        log.send(create("before")).await.unwrap().unwrap();
+        log.send(Close).await.unwrap().unwrap();
+        let late = log.send(create("late")).await.unwrap();
+        assert!(matches!(late, Err(LogActorError::Stopped)), "{late:?}");
+    });
+    assert!(dir.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    assert!(dir.path().join("before-0").is_dir());
+    assert!(!dir.path().join("late-0").exists());
+}

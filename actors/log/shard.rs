@@ -71,6 +71,9 @@ pub struct LogShard {
     /// The shard's flusher thread: fsyncs after a roll run there, so this
     /// thread never stalls on them (`RollFlush`).
     flusher: Option<std::sync::mpsc::Sender<RollFlush>>,
+    /// `CloseAll` ran: the clean-shutdown marker may follow, so no log is
+    /// created or opened any more (it would be unflushed under the marker).
+    closed: bool,
 }
 
 impl LogShard {
@@ -80,6 +83,7 @@ impl LogShard {
             logs: HashMap::new(),
             clock,
             flusher: None,
+            closed: false,
         }
     }
 
@@ -576,6 +580,9 @@ impl Handler<OpenLog> for LogShard {
     type Result = Result<(LogOffsets, LoadReport), LogActorError>;
 
     fn handle(&mut self, msg: OpenLog, _ctx: &mut Self::Context) -> Self::Result {
+        if self.closed {
+            return Err(LogActorError::Stopped);
+        }
         self.load(msg.tp, msg.dir, msg.config, msg.options)
     }
 }
@@ -597,6 +604,10 @@ impl Handler<CreateShardLog> for LogShard {
 
     fn handle(&mut self, msg: CreateShardLog, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("create", |shard| {
+            if shard.closed {
+                log::warn!("not creating {}: the logs are closing", msg.tp);
+                return Err(LogActorError::Stopped);
+            }
             if shard.logs.contains_key(&msg.tp) {
                 return Err(LogActorError::PartitionExists(msg.tp));
             }
@@ -761,6 +772,7 @@ impl Handler<CloseAll> for LogShard {
 
     fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("close", |shard| {
+            shard.closed = true;
             let now_ms = shard.clock.now_ms();
             let mut closed = ClosedLogs::default();
             for (tp, state) in shard.logs.drain() {
