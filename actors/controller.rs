@@ -926,22 +926,31 @@ impl Shared {
         configs.insert("cleanup.policy".into(), "compact".into());
         configs.remove("retention.ms");
         configs.remove("retention.bytes");
-        let path = ConfigEntityZNode::path(ConfigType::Topic, crate::group::OFFSETS_TOPIC);
-        let data = ConfigEntityZNode::encode(configs);
-        match self.store.set(&path, data.clone(), None).await {
-            Ok(_) => {}
-            Err(MetadataError::NoNode(_)) => {
-                self.store
-                    .create_recursive(&path, data, CreateMode::Persistent)
-                    .await?
-            }
-            Err(e) => return Err(e.into()),
-        }
+        self.write_topic_configs(crate::group::OFFSETS_TOPIC, configs)
+            .await?;
         log::info!(
             "{} is now cleanup.policy=compact (it kept every record before)",
             crate::group::OFFSETS_TOPIC
         );
         Ok(())
+    }
+
+    /// Replace `/config/topics/<name>` (created when missing).
+    async fn write_topic_configs(
+        &self,
+        name: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        let path = ConfigEntityZNode::path(ConfigType::Topic, name);
+        let data = ConfigEntityZNode::encode(configs);
+        match self.store.set(&path, data.clone(), None).await {
+            Ok(_) => Ok(()),
+            Err(MetadataError::NoNode(_)) => Ok(self
+                .store
+                .create_recursive(&path, data, CreateMode::Persistent)
+                .await?),
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn topic_configs(&self, name: &str) -> Result<BTreeMap<String, String>, TopicError> {
@@ -1373,17 +1382,7 @@ impl Shared {
         if request.validate_only {
             return Ok(());
         }
-        let path = ConfigEntityZNode::path(ConfigType::Topic, &name);
-        let data = ConfigEntityZNode::encode(&request.configs);
-        match self.store.set(&path, data.clone(), None).await {
-            Ok(_) => {}
-            Err(MetadataError::NoNode(_)) => {
-                self.store
-                    .create_recursive(&path, data, CreateMode::Persistent)
-                    .await?
-            }
-            Err(e) => return Err(e.into()),
-        }
+        self.write_topic_configs(&name, &request.configs).await?;
         self.apply_topic_configs(&name).await?;
         let notification = self
             .store

@@ -101,11 +101,9 @@ impl LogCleaner {
                     return;
                 }
             };
-            let best = candidates.into_iter().max_by(|(a, _), (b, _)| {
-                (a.must_clean, a.dirty_ratio)
-                    .partial_cmp(&(b.must_clean, b.dirty_ratio))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
+            let best = candidates
+                .into_iter()
+                .max_by(|(a, _), (b, _)| a.priority(b));
             if let Some((cleanable, task)) = best {
                 actor.start_cleaning(cleanable, task, ctx);
                 // Another thread may be free for the next dirtiest.

@@ -48,6 +48,17 @@ async fn new_partition(
     topic: &str,
     assignment: PartitionAssignment,
 ) -> PartitionHandle {
+    let standalone = ReplicaContext::standalone(0, Arc::new(SystemClock));
+    new_partition_in(log, topic, assignment, standalone).await
+}
+
+/// `new_partition` with its replication settings (`replica`).
+async fn new_partition_in(
+    log: &Addr<LogActor>,
+    topic: &str,
+    assignment: PartitionAssignment,
+    replica: ReplicaContext,
+) -> PartitionHandle {
     let tp = TopicPartition::new(topic, 0);
     let offsets = log
         .send(CreateLog {
@@ -63,7 +74,7 @@ async fn new_partition(
         shards.for_partition(&tp),
         offsets,
         EventBus::new(),
-        ReplicaContext::standalone(0, Arc::new(SystemClock)),
+        replica,
         assignment,
         None,
     )
@@ -360,25 +371,9 @@ async fn leader_with_a_silent_follower(
         )
         .await
         .unwrap();
-    let offsets = log
-        .send(CreateLog {
-            tp: tp.clone(),
-            config: LogConfig::default(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    let shards = log.send(GetShards).await.unwrap();
-    PartitionActor::start(
-        tp.clone(),
-        shards.for_partition(&tp),
-        offsets,
-        EventBus::new(),
-        ReplicaContext {
-            store: Some(store),
-            replica_lag_time_max_ms: lag_ms,
-            ..ReplicaContext::standalone(0, Arc::new(SystemClock))
-        },
+    new_partition_in(
+        log,
+        topic,
         PartitionAssignment {
             leader: 0,
             leader_epoch: 1,
@@ -387,8 +382,13 @@ async fn leader_with_a_silent_follower(
             zk_version: 0,
             controller_epoch: 1,
         },
-        None,
+        ReplicaContext {
+            store: Some(store),
+            replica_lag_time_max_ms: lag_ms,
+            ..ReplicaContext::standalone(0, Arc::new(SystemClock))
+        },
     )
+    .await
 }
 
 fn acks_all(min_insync_replicas: usize, timeout_ms: u64) -> Acks {
@@ -593,28 +593,16 @@ fn the_high_watermark_checkpoint_timer_writes_the_file() {
             .await
             .unwrap()
             .0;
-        let tp = TopicPartition::new("ticking", 0);
-        let offsets = log
-            .send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        let shards = log.send(GetShards).await.unwrap();
-        let partition = PartitionActor::start(
-            tp.clone(),
-            shards.for_partition(&tp),
-            offsets,
-            EventBus::new(),
+        let partition = new_partition_in(
+            &log,
+            "ticking",
+            PartitionAssignment::sole_replica(0),
             ReplicaContext {
                 high_watermark_checkpoint_interval_ms: 100,
                 ..ReplicaContext::standalone(0, Arc::new(SystemClock))
             },
-            PartitionAssignment::sole_replica(0),
-            None,
-        );
+        )
+        .await;
         partition
             .addr
             .send(AppendRecords {

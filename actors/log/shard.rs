@@ -716,11 +716,7 @@ impl Handler<TakeCleanable> for LogShard {
                 .online()
                 .filter(|(tp, _)| !msg.exclude.contains(tp))
                 .filter_map(|(_, log)| Some((log.cleanable(now)?, log)))
-                .max_by(|(a, _), (b, _)| {
-                    (a.must_clean, a.dirty_ratio)
-                        .partial_cmp(&(b.must_clean, b.dirty_ratio))
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                })
+                .max_by(|(a, _), (b, _)| a.priority(b))
                 .and_then(|(cleanable, log)| Some((cleanable, log.clean_task(now)?)));
             Ok(best.into_iter().collect())
         })

@@ -70,13 +70,22 @@ pub fn data_record(
 
 /// `records` as one uncompressed v2 batch.
 pub fn encode_records(records: &[Record]) -> Result<Bytes, RecordBatchError> {
+    encode_records_with(records, Compression::None)
+}
+
+/// `records` as v2 batches compressed with `compression` (kafka-protocol
+/// starts a new batch where the records' batch fields change).
+pub fn encode_records_with(
+    records: &[Record],
+    compression: Compression,
+) -> Result<Bytes, RecordBatchError> {
     let mut buf = BytesMut::new();
     RecordBatchEncoder::encode(
         &mut buf,
         records.iter(),
         &RecordEncodeOptions {
             version: 2,
-            compression: Compression::None,
+            compression,
         },
     )
     .map_err(|e| RecordBatchError(e.to_string()))?;

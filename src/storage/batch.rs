@@ -521,7 +521,10 @@ pub fn check_keys(records: &[u8]) -> Result<(), BatchError> {
     while position < records.len() {
         let header = validate_entry(&records[position..], position)?;
         let entry = &records[position..position + header.size];
-        let control = header.magic == 2 && entry[V2_ATTRIBUTES_POS + 1] & CONTROL_BIT != 0;
+        let control = header.magic == 2
+            && entry
+                .get(V2_ATTRIBUTES_POS + 1)
+                .is_some_and(|attributes| attributes & CONTROL_BIT != 0);
         if !control {
             if let Some(record_index) = decode_entry(entry, position)?
                 .iter()

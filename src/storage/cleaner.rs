@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+use kafka_protocol::records::{Compression, Record};
 
 use super::batch::{self, EntryHeader};
 use super::config::LogConfig;
@@ -72,6 +71,16 @@ pub struct Cleanable {
     pub dirty_bytes: u64,
     /// `max.compaction.lag.ms` has passed for the oldest dirty records.
     pub must_clean: bool,
+}
+
+impl Cleanable {
+    /// Which of two logs the cleaner takes first: one past
+    /// `max.compaction.lag.ms`, then the dirtier.
+    pub fn priority(&self, other: &Cleanable) -> std::cmp::Ordering {
+        (self.must_clean, self.dirty_ratio)
+            .partial_cmp(&(other.must_clean, other.dirty_ratio))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    }
 }
 
 /// A fail point's crash: the process dies at once, as with SIGKILL.
@@ -564,22 +573,14 @@ fn rewrite_v2(header: &EntryHeader, records: &[Record]) -> Result<Vec<u8>, LogEr
         4 => Compression::Zstd,
         _ => Compression::None,
     };
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .map_err(|e| {
-        LogError::InvalidBatch(batch::BatchError::Undecodable {
-            position: 0,
-            reason: format!("re-encoding a cleaned batch: {e}"),
-        })
-    })?;
-    let mut bytes = buf.to_vec();
+    let encoded =
+        crate::protocol::records::encode_records_with(records, compression).map_err(|e| {
+            LogError::InvalidBatch(batch::BatchError::Undecodable {
+                position: 0,
+                reason: format!("re-encoding a cleaned batch: {}", e.0),
+            })
+        })?;
+    let mut bytes = encoded.to_vec();
     if header.log_append_time && bytes.len() > V2_ATTRIBUTES_POS + 1 {
         // The encoder knows no timestamp type; LogAppendTime is a batch bit.
         bytes[V2_ATTRIBUTES_POS + 1] |= LOG_APPEND_TIME_BIT;
