@@ -25,6 +25,15 @@ fn actor_config(dirs: &[&Path], log: LogConfig) -> LogActorConfig {
     config
 }
 
+/// A log actor on `dir` with the default log config and the system clock.
+async fn default_log_actor(dir: &Path) -> actix::Addr<LogActor> {
+    let clock: SharedClock = Arc::new(SystemClock);
+    LogActor::start(actor_config(&[dir], LogConfig::default()), clock)
+        .await
+        .unwrap()
+        .0
+}
+
 fn run<F: std::future::Future<Output = ()>>(f: F) {
     actix_rt::System::new().block_on(f);
 }
@@ -303,10 +312,7 @@ fn a_failing_partition_goes_offline_alone() {
 fn a_roll_is_flushed_off_the_shard_thread() {
     let dir = tempfile::tempdir().unwrap();
     run(async {
-        let clock: SharedClock = Arc::new(SystemClock);
-        let (log, _) = LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
-            .await
-            .unwrap();
+        let log = default_log_actor(dir.path()).await;
         let tp = TopicPartition::new("rolling", 0);
         log.send(CreateLog {
             tp: tp.clone(),
@@ -353,10 +359,7 @@ fn a_roll_is_flushed_off_the_shard_thread() {
 fn no_log_is_created_after_close() {
     let dir = tempfile::tempdir().unwrap();
     run(async {
-        let clock: SharedClock = Arc::new(SystemClock);
-        let (log, _) = LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
-            .await
-            .unwrap();
+        let log = default_log_actor(dir.path()).await;
         let create = |topic: &str| CreateLog {
             tp: TopicPartition::new(topic, 0),
             config: LogConfig::default(),
