@@ -84,6 +84,14 @@ pub enum TopicError {
          ferrolog does not run several brokers in one cluster yet"
     )]
     ControllerElsewhere { owner: i64 },
+    #[error("broker {0} is not registered")]
+    BrokerNotAvailable(i32),
+    #[error("broker {broker}'s epoch {requested} is older than its registration's {current}")]
+    StaleBrokerEpoch {
+        broker: i32,
+        requested: i64,
+        current: i64,
+    },
 }
 
 impl TopicError {
@@ -100,6 +108,8 @@ impl TopicError {
             TopicError::DeletionDisabled => E::TopicDeletionDisabled.code(),
             TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
             TopicError::Log(e) => crate::api::error_code(e),
+            TopicError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
+            TopicError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
             TopicError::ControllerElsewhere { .. } | TopicError::NotController => {
@@ -147,6 +157,9 @@ struct Shared {
     fetchers: ReplicaFetchers,
     /// The partitions this broker leads (for leadership events).
     led: Arc<std::sync::Mutex<std::collections::HashSet<TopicPartition>>>,
+    /// Brokers in a controlled shutdown (active controller only): live,
+    /// but never given a leadership, until they leave or register again.
+    shutting_down: Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
 }
 
 /// This broker's part in the controller election.
@@ -396,6 +409,7 @@ impl Controller {
             config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
             fetchers: ReplicaFetchers::new(fetcher_config),
             led: Arc::default(),
+            shutting_down: Arc::default(),
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared
@@ -664,15 +678,18 @@ impl Shared {
             return (live_isr.len() < state.isr.len() && !live_isr.is_empty())
                 .then(|| next(state.leader, live_isr));
         }
+        // A broker in a controlled shutdown is about to go: never a new leader.
+        let shutting_down = self.shutting_down();
+        let eligible = |r: &i32| live.contains(r) && !shutting_down.contains(r);
         if let Some(leader) = replicas
             .iter()
             .copied()
-            .find(|r| live.contains(r) && state.isr.contains(r))
+            .find(|r| eligible(r) && state.isr.contains(r))
         {
             return Some(next(leader, live_isr));
         }
         if unclean {
-            if let Some(leader) = replicas.iter().copied().find(|r| live.contains(r)) {
+            if let Some(leader) = replicas.iter().copied().find(eligible) {
                 log::warn!(
                     "partition {tp}: unclean election of broker {leader}, not in the ISR {:?}: \
                      records its old leader {} acknowledged may be lost",
@@ -695,16 +712,27 @@ impl Shared {
             .unwrap_or(self.config.unclean_leader_election_enable)
     }
 
-    /// Re-reads `tp`'s state and applies [`Shared::elect`], writing the
-    /// result conditionally on the version read (a leader may be changing
-    /// the ISR at the same moment: then read again). Returns the state in
-    /// force and its version.
+    /// Re-reads `tp`'s state and applies [`Shared::elect`]. Returns the
+    /// state in force and its version.
     async fn reelect(
         &self,
         tp: &TopicPartition,
         replicas: &[i32],
         live: &[i32],
         unclean: bool,
+    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+        self.rewrite_state(tp, |state| self.elect(tp, state, replicas, live, unclean))
+            .await
+    }
+
+    /// Re-reads `tp`'s state, asks `decide` for the next one (`None`:
+    /// keep it) and writes it conditionally on the version read (a leader
+    /// may be changing the ISR at the same moment: then read again).
+    /// Returns the state in force and its version.
+    async fn rewrite_state(
+        &self,
+        tp: &TopicPartition,
+        decide: impl Fn(&LeaderAndIsr) -> Option<LeaderAndIsr>,
     ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
         let path = TopicPartitionStateZNode::path(tp);
         for _ in 0..ELECTION_ATTEMPTS {
@@ -715,7 +743,7 @@ impl Shared {
             if !self.is_active() {
                 return Ok(Some((state, stat.version)));
             }
-            let Some(elected) = self.elect(tp, &state, replicas, live, unclean) else {
+            let Some(elected) = decide(&state) else {
                 return Ok(Some((state, stat.version)));
             };
             match self
@@ -1616,6 +1644,29 @@ impl Controller {
             IsrChangesNotified { names }
         });
         self.follow_assignments(ctx);
+        self.rebalance_leaders_periodically(ctx);
+    }
+
+    /// Kafka's auto leader rebalance task: every
+    /// `leader.imbalance.check.interval.seconds` while active.
+    fn rebalance_leaders_periodically(&mut self, ctx: &mut Context<Self>) {
+        if !self.shared.config.auto_leader_rebalance_enable {
+            return;
+        }
+        let every = std::time::Duration::from_secs(
+            self.shared.config.leader_imbalance_check_interval_seconds,
+        );
+        ctx.run_interval(every, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let me = ctx.address();
+            actix::spawn(async move {
+                if let Ok(Err(e)) = me.send(RebalanceLeaders {}).await {
+                    log::warn!("the leader rebalance failed: {e}");
+                }
+            });
+        });
     }
 
     /// One data watch per topic znode (Kafka's PartitionModifications
@@ -2017,6 +2068,20 @@ impl Shared {
         self.role().active
     }
 
+    fn shutting_down(&self) -> std::collections::BTreeSet<i32> {
+        match self.shutting_down.lock() {
+            Ok(ids) => ids.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn update_shutting_down(&self, change: impl FnOnce(&mut std::collections::BTreeSet<i32>)) {
+        match self.shutting_down.lock() {
+            Ok(mut ids) => change(&mut ids),
+            Err(poisoned) => change(&mut poisoned.into_inner()),
+        }
+    }
+
     fn controller_epoch(&self) -> i32 {
         self.role().controller_epoch
     }
@@ -2109,6 +2174,9 @@ impl Shared {
             .collect();
         self.cache.update(|m| {
             m.brokers = live.values().map(|(b, _)| (b.id, b.clone())).collect();
+        });
+        self.update_shutting_down(|ids| {
+            ids.retain(|id| live.contains_key(id) && !joined.contains(id))
         });
         let mut channels = match self.channels.lock() {
             Ok(channels) => channels,
@@ -2320,13 +2388,25 @@ impl Shared {
             .with_live_brokers(live_brokers)
     }
 
+    /// StopReplica for `topics`, stamped for `broker`.
+    fn stop_replica_request(
+        &self,
+        broker: i32,
+        topics: Vec<StopReplicaTopicState>,
+    ) -> StopReplicaRequest {
+        StopReplicaRequest::default()
+            .with_controller_id(BrokerId(self.broker_id))
+            .with_controller_epoch(self.controller_epoch())
+            .with_broker_epoch(self.broker_epoch_of(broker))
+            .with_topic_states(topics)
+    }
+
     /// Tells the other brokers a topic is gone: StopReplica (deleting the
     /// logs) to its replicas, then UpdateMetadata marking its partitions.
     fn propagate_deletion(&self, topic: &TopicMetadata) {
         if !self.is_active() {
             return;
         }
-        let epoch = self.controller_epoch();
         let mut deleted = topic.clone();
         for p in deleted.partitions.values_mut() {
             p.leader = LEADER_DURING_DELETE;
@@ -2345,15 +2425,12 @@ impl Shared {
                 })
                 .collect();
             if !held.is_empty() {
-                requests.push(ControlRequest::StopReplica(
-                    StopReplicaRequest::default()
-                        .with_controller_id(BrokerId(self.broker_id))
-                        .with_controller_epoch(epoch)
-                        .with_broker_epoch(self.broker_epoch_of(broker))
-                        .with_topic_states(vec![StopReplicaTopicState::default()
-                            .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                            .with_partition_states(held)]),
-                ));
+                requests.push(ControlRequest::StopReplica(self.stop_replica_request(
+                    broker,
+                    vec![StopReplicaTopicState::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                        .with_partition_states(held)],
+                )));
             }
             requests.push(ControlRequest::UpdateMetadata(
                 self.update_metadata_request(broker, std::slice::from_ref(&deleted)),
@@ -2836,149 +2913,5 @@ impl Handler<TryElect> for Controller {
     }
 }
 
-/// Which leader an ElectLeaders request asks for (KIP-460).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ElectionType {
-    /// The first replica, when it is live and in sync.
-    Preferred,
-    /// Any live replica, in sync or not (records may be lost).
-    Unclean,
-}
-
-controller_request!(
-    /// Elect leaders for `partitions` (all when `None`): each answer is
-    /// the partition and its error code (0: elected).
-    ElectLeaders {
-        election: ElectionType,
-        partitions: Option<Vec<TopicPartition>>,
-    } -> Vec<(TopicPartition, i16)>, elect_leaders
-);
-
-impl Shared {
-    /// Kafka's ElectLeaders: preferred (the first replica, if live and in
-    /// the ISR) or unclean (any live replica, with a loud log line: the
-    /// records only the old leader had are gone). Only the controller
-    /// elects; each elected partition gets a new leader epoch and the
-    /// brokers are told.
-    async fn elect_leaders(
-        &self,
-        request: ElectLeaders,
-    ) -> Result<Vec<(TopicPartition, i16)>, TopicError> {
-        use kafka_protocol::error::ResponseError as E;
-        if !self.is_active() {
-            return Err(TopicError::NotController);
-        }
-        let wanted: Vec<TopicPartition> = match request.partitions {
-            Some(partitions) => partitions,
-            None => self.cache.read(|m| {
-                m.topics
-                    .values()
-                    .flat_map(|t| {
-                        t.partitions
-                            .keys()
-                            .map(|&p| TopicPartition::new(t.name.clone(), p))
-                    })
-                    .collect()
-            }),
-        };
-        let live = self.live_brokers();
-        let mut answers = Vec::with_capacity(wanted.len());
-        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
-        for tp in wanted {
-            let Some(mut topic) = changed
-                .get(&tp.topic)
-                .cloned()
-                .or_else(|| self.cache.topic(&tp.topic))
-            else {
-                answers.push((tp, E::UnknownTopicOrPartition.code()));
-                continue;
-            };
-            let Some(partition) = topic.partitions.get(&tp.partition).cloned() else {
-                answers.push((tp, E::UnknownTopicOrPartition.code()));
-                continue;
-            };
-            let candidate = match request.election {
-                ElectionType::Preferred => {
-                    let preferred = partition.replicas.first().copied();
-                    match preferred {
-                        Some(p) if p == partition.leader => Err(E::ElectionNotNeeded),
-                        Some(p) if live.contains(&p) && partition.isr.contains(&p) => Ok(p),
-                        _ => Err(E::PreferredLeaderNotAvailable),
-                    }
-                }
-                ElectionType::Unclean => {
-                    if live.contains(&partition.leader) {
-                        Err(E::ElectionNotNeeded)
-                    } else {
-                        partition
-                            .replicas
-                            .iter()
-                            .copied()
-                            .find(|r| live.contains(r))
-                            .ok_or(E::EligibleLeadersNotAvailable)
-                    }
-                }
-            };
-            let leader = match candidate {
-                Ok(leader) => leader,
-                Err(e) => {
-                    answers.push((tp, e.code()));
-                    continue;
-                }
-            };
-            if request.election == ElectionType::Unclean {
-                log::warn!(
-                    "unclean election: partition {tp} gets leader {leader}, which may lack records \
-                     its old leader {} had acknowledged",
-                    partition.leader
-                );
-            }
-            let state = LeaderAndIsr {
-                leader,
-                leader_epoch: partition.leader_epoch + 1,
-                isr: if partition.isr.contains(&leader) {
-                    partition.isr.clone()
-                } else {
-                    vec![leader]
-                },
-                controller_epoch: self.controller_epoch(),
-            };
-            let written = self
-                .store
-                .set(
-                    &TopicPartitionStateZNode::path(&tp),
-                    TopicPartitionStateZNode::encode(&state),
-                    Some(partition.zk_version),
-                )
-                .await;
-            let written = match written {
-                Ok(written) => written,
-                Err(MetadataError::BadVersion { .. }) => {
-                    // The leader changed the ISR meanwhile: the caller retries.
-                    answers.push((tp, E::NotController.code()));
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            log::info!(
-                "partition {tp}: leader {leader} (leader epoch {}), elected on request",
-                state.leader_epoch
-            );
-            topic.partitions.insert(
-                tp.partition,
-                partition_metadata(&state, &partition.replicas, written.version),
-            );
-            changed.insert(tp.topic.clone(), topic);
-            answers.push((tp, 0));
-        }
-        let changed: Vec<TopicMetadata> = changed.into_values().collect();
-        for topic in &changed {
-            self.cache
-                .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
-            let indexes: Vec<i32> = topic.partitions.keys().copied().collect();
-            self.apply_local(topic, &indexes, &BTreeMap::new()).await?;
-        }
-        self.propagate(&changed);
-        Ok(answers)
-    }
-}
+mod leadership;
+pub use leadership::{ControlledShutdown, ElectLeaders, ElectionType, RebalanceLeaders};

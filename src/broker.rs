@@ -403,7 +403,10 @@ impl BrokerHandle {
             StopReason::Signal(name) => log::info!("{name}: shutting down"),
             StopReason::Fatal(cause) => log::error!("shutting down: {cause}"),
         }
-        self.shutdown().await?;
+        // After a fatal failure (the registration lost to another broker,
+        // say) this broker no longer speaks for its id: no controlled shutdown.
+        let controlled = matches!(reason, StopReason::Signal(_));
+        self.stop(controlled).await?;
         Ok(reason)
     }
 
@@ -421,10 +424,24 @@ impl BrokerHandle {
         }
     }
 
-    /// Stop accepting, stop the partitions, flush every log, write the
-    /// checkpoints and the clean-shutdown marker, so the next start skips
-    /// recovery.
+    /// In a cluster, first ask the controller to move this broker's
+    /// leaderships away (controlled shutdown); then stop accepting, stop
+    /// the partitions, flush every log, write the checkpoints and the
+    /// clean-shutdown marker, so the next start skips recovery.
     pub async fn shutdown(self) -> Result<(), BrokerError> {
+        self.stop(true).await
+    }
+
+    async fn stop(self, controlled: bool) -> Result<(), BrokerError> {
+        if controlled {
+            // Before the listener closes: the controller may be this broker.
+            crate::controlled_shutdown::request_controlled_shutdown(
+                &self.config,
+                self.store.as_ref(),
+                &self.context.metadata,
+            )
+            .await;
+        }
         let _ = self.acceptor.send(StopAccepting).await;
         let _ = self.controller.send(StopPartitions).await;
         self.log

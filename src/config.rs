@@ -90,6 +90,12 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "replica.high.watermark.checkpoint.interval.ms",
     "unclean.leader.election.enable",
     "replica.selector.class",
+    "controlled.shutdown.enable",
+    "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms",
+    "auto.leader.rebalance.enable",
+    "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "offsets.topic.segment.bytes",
@@ -329,6 +335,16 @@ pub struct BrokerConfig {
     /// `replica.selector.class`: whether consumers may be sent to a
     /// closer replica than the leader (KIP-392).
     pub replica_selector: ReplicaSelector,
+    /// On SIGTERM in a cluster, ask the controller to move this broker's
+    /// leaderships away before stopping.
+    pub controlled_shutdown_enable: bool,
+    pub controlled_shutdown_max_retries: u32,
+    pub controlled_shutdown_retry_backoff_ms: u64,
+    /// The active controller gives partitions back to their preferred
+    /// replica when a broker's share of lost leaderships is too high.
+    pub auto_leader_rebalance_enable: bool,
+    pub leader_imbalance_check_interval_seconds: u64,
+    pub leader_imbalance_per_broker_percentage: u32,
     pub offsets_topic_num_partitions: i32,
     pub offsets_topic_replication_factor: i16,
     /// `segment.bytes` of `__consumer_offsets` (only whole segments are
@@ -414,6 +430,12 @@ impl Default for BrokerConfig {
             replica_high_watermark_checkpoint_interval_ms: 5_000,
             unclean_leader_election_enable: false,
             replica_selector: ReplicaSelector::LeaderOnly,
+            controlled_shutdown_enable: true,
+            controlled_shutdown_max_retries: 3,
+            controlled_shutdown_retry_backoff_ms: 5_000,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_seconds: 300,
+            leader_imbalance_per_broker_percentage: 10,
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
             offsets_topic_segment_bytes: 104_857_600,
@@ -893,6 +915,36 @@ impl BrokerConfig {
             replica_selector: p
                 .raw("replica.selector.class")
                 .map_or(Ok(d.replica_selector), ReplicaSelector::parse)?,
+            controlled_shutdown_enable: p
+                .bool("controlled.shutdown.enable", d.controlled_shutdown_enable)?,
+            controlled_shutdown_max_retries: p.int(
+                "controlled.shutdown.max.retries",
+                Int,
+                0,
+                d.controlled_shutdown_max_retries,
+            )?,
+            controlled_shutdown_retry_backoff_ms: p.int(
+                "controlled.shutdown.retry.backoff.ms",
+                Long,
+                0,
+                d.controlled_shutdown_retry_backoff_ms,
+            )?,
+            auto_leader_rebalance_enable: p.bool(
+                "auto.leader.rebalance.enable",
+                d.auto_leader_rebalance_enable,
+            )?,
+            leader_imbalance_check_interval_seconds: p.int(
+                "leader.imbalance.check.interval.seconds",
+                Long,
+                1,
+                d.leader_imbalance_check_interval_seconds,
+            )?,
+            leader_imbalance_per_broker_percentage: p.int(
+                "leader.imbalance.per.broker.percentage",
+                Int,
+                0,
+                d.leader_imbalance_per_broker_percentage,
+            )?,
             offsets_topic_num_partitions: p.int(
                 "offsets.topic.num.partitions",
                 Int,
@@ -1821,6 +1873,44 @@ mod tests {
                 .0
                 .socket_send_buffer_bytes,
             -1
+        );
+    }
+
+    /// Controlled shutdown and the leader rebalance take Kafka's keys and
+    /// defaults; a check interval under one second is refused.
+    #[test]
+    fn leadership_keys() {
+        let d = BrokerConfig::default();
+        assert!(d.controlled_shutdown_enable && d.auto_leader_rebalance_enable);
+        assert_eq!(
+            (
+                d.controlled_shutdown_max_retries,
+                d.controlled_shutdown_retry_backoff_ms,
+                d.leader_imbalance_check_interval_seconds,
+                d.leader_imbalance_per_broker_percentage
+            ),
+            (3, 5_000, 300, 10)
+        );
+        let (config, warnings) = parse(
+            "controlled.shutdown.enable=false\ncontrolled.shutdown.max.retries=1\n\
+             controlled.shutdown.retry.backoff.ms=100\nauto.leader.rebalance.enable=false\n\
+             leader.imbalance.check.interval.seconds=2\nleader.imbalance.per.broker.percentage=25",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(!config.controlled_shutdown_enable && !config.auto_leader_rebalance_enable);
+        assert_eq!(
+            (
+                config.controlled_shutdown_max_retries,
+                config.controlled_shutdown_retry_backoff_ms,
+                config.leader_imbalance_check_interval_seconds,
+                config.leader_imbalance_per_broker_percentage
+            ),
+            (1, 100, 2, 25)
+        );
+        assert_invalid(
+            parse_err("leader.imbalance.check.interval.seconds=0"),
+            "leader.imbalance.check.interval.seconds",
+            "",
         );
     }
 

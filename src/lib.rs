@@ -26,6 +26,7 @@ pub mod broker;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod controlled_shutdown;
 pub mod group;
 pub mod metadata;
 pub mod net;

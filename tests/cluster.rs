@@ -12,47 +12,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::cluster::{consume, create_replicated_topic, create_topic, produce, Cluster};
-use common::{admin, admin_options, block_on, client_config};
+use common::{admin, admin_options, alter_retention, block_on, client_config, described_retention};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-
-fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
-    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-    use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
-    use kafka_protocol::protocol::StrBytes;
-    let response: AlterConfigsResponse = common::raw_request(
-        bootstrap,
-        ApiKey::AlterConfigs,
-        1,
-        &AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-            .with_resource_type(2)
-            .with_resource_name(StrBytes::from_string(topic.to_string()))
-            .with_configs(vec![AlterableConfig::default()
-                .with_name(StrBytes::from_static_str("retention.ms"))
-                .with_value(Some(StrBytes::from_string(value.to_string())))])]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(response.responses[0].error_code, 0);
-}
-
-fn described_retention(bootstrap: &str, topic: &str) -> Option<String> {
-    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
-    use kafka_protocol::protocol::StrBytes;
-    let response: DescribeConfigsResponse = common::raw_request(
-        bootstrap,
-        ApiKey::DescribeConfigs,
-        1,
-        &DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(2)
-            .with_resource_name(StrBytes::from_string(topic.to_string()))
-            .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")]))]),
-        Duration::from_secs(30),
-    );
-    response.results[0]
-        .configs
-        .first()
-        .and_then(|c| c.value.as_ref().map(|v| v.to_string()))
-}
 
 /// Three brokers in two racks: one controller; a 6-partition topic
 /// created through any broker has two leaders per broker, every broker's
@@ -358,14 +319,117 @@ fn measure_failover_and_creation() {
         |leaders, _, _| leaders.len() == 1000 && leaders.values().all(|&l| l >= 0),
     );
     let creation = created.elapsed();
+    let (failover, serving, handover) = measure_leader_failover(&mut cluster);
     println!(
         "zookeeper.session.timeout.ms=4000, 3 brokers, 100 partitions ({led_by_victim} on the killed controller):\n\
          controller failover (SIGKILL -> new controller in Metadata): {elected:?}\n\
          dead leader's partitions reported offline: {offline:?}\n\
          restart -> its partitions served again (includes process start): {back:?}\n\
-         CreateTopics of 1,000 partitions until every broker reports every leader: {creation:?}"
+         CreateTopics of 1,000 partitions until every broker reports every leader: {creation:?}\n\
+         leader failover, RF=3, 100 partitions, a leader SIGKILLed: new leaders in Metadata \
+         {failover:?}, a record acknowledged (acks=all) by each new leader {serving:?}\n\
+         controlled shutdown (SIGTERM) of a leader: new leaders in Metadata {handover:?}"
     );
     assert!(elected.is_some() && offline.is_some());
+}
+
+/// Leader failover with replication: 100 partitions of 3 replicas; a
+/// broker other than `controller` is SIGKILLed. Returns the time from the
+/// kill until Metadata names a new leader for each of its partitions, and
+/// until each of those leaders has acknowledged a record (acks=all); then,
+/// once it is back and in sync, the time from its SIGTERM until Metadata
+/// names new leaders (controlled shutdown).
+fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Duration) {
+    let (_, _, controller) = cluster.view(0, "");
+    let survivor = (controller + 1) % 3;
+    let victim = (controller + 2) % 3;
+    let topic = "failover";
+    create_replicated_topic(&cluster.bootstrap(survivor), topic, 100, 3);
+    let in_sync = |cluster: &Cluster| {
+        let isrs = cluster.isrs(survivor, topic);
+        isrs.len() == 100 && isrs.values().all(|isr| isr.len() == 3)
+    };
+    wait_until_true("a full ISR", || in_sync(cluster));
+    let led: Vec<i32> = cluster
+        .view(survivor, topic)
+        .0
+        .into_iter()
+        .filter_map(|(partition, leader)| (leader == victim).then_some(partition))
+        .collect();
+    let moved = |cluster: &Cluster| {
+        let leaders = cluster.view(survivor, topic).0;
+        led.iter()
+            .all(|p| leaders.get(p).is_some_and(|&l| l >= 0 && l != victim))
+    };
+    let killed = cluster.brokers.remove(&victim).expect("victim");
+    let died = Instant::now();
+    killed.kill();
+    wait_until_true("new leaders", || moved(cluster));
+    let failover = died.elapsed();
+    let producer: rdkafka::producer::BaseProducer = client_config(&cluster.bootstrap(survivor))
+        .set("acks", "all")
+        .set("linger.ms", "0")
+        .create()
+        .expect("producer");
+    for &partition in &led {
+        let record = rdkafka::producer::BaseRecord::to(topic)
+            .partition(partition)
+            .payload("after the failover")
+            .key("k");
+        producer.send(record).map_err(|(e, _)| e).expect("queued");
+    }
+    rdkafka::producer::Producer::flush(&producer, Duration::from_secs(60))
+        .expect("every new leader acknowledged");
+    let serving = died.elapsed();
+
+    cluster.start_broker(victim);
+    wait_until_true("a full ISR again", || in_sync(cluster));
+    // Preferred elections at whichever broker is the controller now,
+    // again while a leader's concurrent ISR write makes one fail.
+    let all: Vec<i32> = (0..100).collect();
+    let preferred: BTreeMap<i32, i32> = cluster
+        .replicas(survivor, topic)
+        .into_iter()
+        .map(|(partition, replicas)| (partition, replicas[0]))
+        .collect();
+    wait_until_true("every partition led by its preferred replica", || {
+        let (leaders, _, now_controller) = cluster.view(survivor, topic);
+        if leaders == preferred {
+            return true;
+        }
+        if now_controller >= 0 {
+            elect(&cluster.bootstrap(now_controller), 0, topic, &all);
+        }
+        false
+    });
+    let mut stopping = cluster.brokers.remove(&victim).expect("victim");
+    let asked = Instant::now();
+    // SAFETY: signalling a child process of this test.
+    unsafe { libc::kill(stopping.pid() as i32, libc::SIGTERM) };
+    wait_until_true("leaders moved by the controlled shutdown", || {
+        let leaders = cluster.view(survivor, topic).0;
+        leaders.len() == 100 && leaders.values().all(|&l| l >= 0 && l != victim)
+    });
+    let handover = asked.elapsed();
+    assert!(stopping.wait_for_exit(Duration::from_secs(60)).success());
+    for line in stopping.log_lines() {
+        if line.contains("controlled shutdown") {
+            println!("broker {victim}: {line}");
+        }
+    }
+    println!(
+        "broker {victim} led {} partitions; the controller is {controller}",
+        led.len()
+    );
+    (failover, serving, handover)
+}
+
+fn wait_until_true(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn elect(

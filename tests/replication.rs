@@ -36,28 +36,6 @@ fn replicated_cluster(extra: &[&str]) -> Cluster {
     Cluster::start_with(3, extra)
 }
 
-/// Each partition's ISR as broker `id` answers Metadata.
-fn isrs(cluster: &Cluster, id: i32, topic: &str) -> BTreeMap<i32, Vec<i32>> {
-    let client: BaseConsumer = client_config(&cluster.bootstrap(id))
-        .create()
-        .expect("client");
-    let Ok(metadata) = client.fetch_metadata(Some(topic), Duration::from_secs(10)) else {
-        return BTreeMap::new();
-    };
-    metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| {
-            t.partitions().iter().map(|p| {
-                let mut isr = p.isr().to_vec();
-                isr.sort();
-                (p.id(), isr)
-            })
-        })
-        .collect()
-}
-
 fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !ok() {
@@ -298,7 +276,7 @@ fn wait_for_full_isr(cluster: &mut Cluster, topic: &str) {
     let asked = *cluster.brokers.keys().next().expect("a live broker");
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let isrs = isrs(cluster, asked, topic);
+        let isrs = cluster.isrs(asked, topic);
         if !isrs.is_empty() && isrs.values().all(|isr| isr.len() == 3) {
             return;
         }
@@ -455,7 +433,8 @@ fn acks_all_needs_min_insync_replicas() {
         cluster.start_broker(*id);
     }
     wait_until("the ISR to heal", Duration::from_secs(90), || {
-        isrs(&cluster, survivor, topic)
+        cluster
+            .isrs(survivor, topic)
             .get(&0)
             .is_some_and(|isr| isr.len() == 3)
     });
@@ -499,7 +478,8 @@ fn a_stalled_follower_leaves_the_isr_and_rejoins() {
     while stopped.elapsed() < Duration::from_millis(3 * lag_ms) {
         assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
         if shrunk_after.is_none()
-            && isrs(&cluster, leader, topic)
+            && cluster
+                .isrs(leader, topic)
                 .get(&0)
                 .is_some_and(|isr| !isr.contains(&follower))
         {
@@ -514,7 +494,8 @@ fn a_stalled_follower_leaves_the_isr_and_rejoins() {
     assert!(shrunk_after < Duration::from_millis(lag_ms + 2_000));
     let resumed = Instant::now();
     let deadline = resumed + Duration::from_secs(30);
-    while !isrs(&cluster, leader, topic)
+    while !cluster
+        .isrs(leader, topic)
         .get(&0)
         .is_some_and(|isr| isr.contains(&follower))
     {
@@ -657,7 +638,7 @@ fn unclean_election_lets_an_out_of_sync_replica_lead() {
     wait_until(
         "the ISR to shrink to the leader",
         Duration::from_secs(60),
-        || isrs(&cluster, leader, topic).get(&0) == Some(&vec![leader]),
+        || cluster.isrs(leader, topic).get(&0) == Some(&vec![leader]),
     );
     assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
     cluster.brokers.remove(&leader).expect("running").kill();
@@ -813,4 +794,229 @@ fn a_panicking_replica_fetcher_restarts_and_catches_up() {
     checker.finish(&cluster, topic, 3, "fetchers panicking once each");
     wait_for_full_isr(&mut cluster, topic);
     assert_replicas_converge(&mut cluster, topic, 3);
+}
+
+/// Sends ControlledShutdown v3 for `broker` to `to`; the answer's error
+/// code and its remaining partitions.
+fn controlled_shutdown(to: &str, broker: i32, broker_epoch: i64) -> (i16, Vec<(String, i32)>) {
+    use kafka_protocol::messages::{
+        BrokerId, ControlledShutdownRequest, ControlledShutdownResponse,
+    };
+    let response: ControlledShutdownResponse = raw_request(
+        to,
+        ApiKey::ControlledShutdown,
+        3,
+        &ControlledShutdownRequest::default()
+            .with_broker_id(BrokerId(broker))
+            .with_broker_epoch(broker_epoch),
+        Duration::from_secs(30),
+    );
+    let remaining = response
+        .remaining_partitions
+        .iter()
+        .map(|p| (p.topic_name.0.to_string(), p.partition_index))
+        .collect();
+    (response.error_code, remaining)
+}
+
+/// Kafka's controlled shutdown. The request first, as a stopping broker
+/// sends it: a standby answers NOT_CONTROLLER, an unknown broker is
+/// BROKER_NOT_AVAILABLE, an old broker epoch STALE_BROKER_EPOCH; for a
+/// live broker, the controller moves its leaderships to other in-sync
+/// replicas and takes it out of every ISR while it still runs, and its
+/// single-replica partitions (nowhere to go) are not reported as left.
+/// Then SIGTERM to a leader under acks=all traffic: it hands its
+/// leaderships over before it exits (its log says so), and nothing
+/// acknowledged is lost.
+#[test]
+fn controlled_shutdown_hands_leaderships_over_before_the_broker_stops() {
+    let topic = "handover";
+    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    create_replicated_topic(&cluster.bootstrap(0), "single", 3, 1);
+    wait_for_full_isr(&mut cluster, topic);
+    let (_, _, controller) = cluster.view(0, topic);
+    let standby = (controller + 1) % 3;
+    let at_controller = cluster.bootstrap(controller);
+
+    assert_eq!(
+        controlled_shutdown(&cluster.bootstrap(standby), standby, -1).0,
+        41,
+        "NOT_CONTROLLER"
+    );
+    assert_eq!(
+        controlled_shutdown(&at_controller, 7, -1).0,
+        8,
+        "BROKER_NOT_AVAILABLE"
+    );
+    assert_eq!(
+        controlled_shutdown(&at_controller, standby, 1).0,
+        77,
+        "STALE_BROKER_EPOCH"
+    );
+    let single_led_by_standby = cluster
+        .view(controller, "single")
+        .0
+        .values()
+        .filter(|&&leader| leader == standby)
+        .count();
+    assert_eq!(
+        controlled_shutdown(&at_controller, standby, -1),
+        (0, Vec::new()),
+        "every replicated leadership moved; single-replica ones are not reported"
+    );
+    assert!(cluster
+        .brokers
+        .get_mut(&standby)
+        .expect("running")
+        .is_running());
+    let (leaders, _, _) = cluster.view(controller, topic);
+    assert!(
+        leaders
+            .values()
+            .all(|&leader| leader >= 0 && leader != standby),
+        "the stopping broker leads nothing replicated: {leaders:?}"
+    );
+    let isrs = cluster.isrs(controller, topic);
+    assert!(
+        isrs.values()
+            .all(|isr| isr.len() == 2 && !isr.contains(&standby)),
+        "the stopping broker left every ISR: {isrs:?}"
+    );
+    assert_eq!(
+        cluster
+            .view(controller, "single")
+            .0
+            .values()
+            .filter(|&&leader| leader == standby)
+            .count(),
+        single_led_by_standby,
+        "single-replica partitions stay where they are"
+    );
+    // Its replicas are stopped: a leader does not take it back.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(isrs_without(&cluster, controller, topic, standby));
+    // A crash instead of the stop it announced; it comes back as new.
+    cluster.brokers.remove(&standby).expect("running").kill();
+    cluster.start_broker(standby);
+    wait_for_full_isr(&mut cluster, topic);
+
+    let checker = Checker::start(&cluster, topic, 12_000);
+    std::thread::sleep(Duration::from_secs(2));
+    let leader = leader_of_partition_0(&cluster, topic);
+    let mut stopping = cluster.brokers.remove(&leader).expect("running");
+    // SAFETY: signalling a child process of this test.
+    unsafe { libc::kill(stopping.pid() as i32, libc::SIGTERM) };
+    let status = stopping.wait_for_exit(Duration::from_secs(60));
+    let lines = stopping.log_lines();
+    assert!(status.success(), "clean exit: {lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&format!("controlled shutdown of broker {leader} succeeded"))),
+        "the broker handed over before stopping: {lines:?}"
+    );
+    checker.progress("after the SIGTERM");
+    cluster.start_broker(leader);
+    checker.finish(&cluster, topic, 3, "a leader stopped with SIGTERM");
+}
+
+/// True when no ISR of `topic` (as broker `asked` sees it) holds `broker`.
+fn isrs_without(cluster: &Cluster, asked: i32, topic: &str, broker: i32) -> bool {
+    cluster
+        .isrs(asked, topic)
+        .values()
+        .all(|isr| !isr.contains(&broker))
+}
+
+/// auto.leader.rebalance.enable (on by default): once a restarted broker
+/// is back in the ISRs, the controller gives it back the partitions whose
+/// preferred (first) replica it is, by itself, without ElectLeaders.
+#[test]
+fn preferred_leaders_come_back_by_themselves() {
+    let topic = "preferred";
+    let mut cluster = replicated_cluster(&["leader.imbalance.check.interval.seconds=1"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let preferred: BTreeMap<i32, i32> = cluster
+        .replicas(0, topic)
+        .into_iter()
+        .map(|(partition, replicas)| (partition, replicas[0]))
+        .collect();
+    let victim = preferred[&0];
+    cluster.brokers.remove(&victim).expect("running").kill();
+    let survivor = (victim + 1) % 3;
+    cluster.wait_for(
+        &[survivor],
+        topic,
+        "the killed broker's partitions led elsewhere",
+        |leaders, _, _| leaders.len() == 3 && leaders.values().all(|&l| l >= 0 && l != victim),
+    );
+    cluster.start_broker(victim);
+    wait_for_full_isr(&mut cluster, topic);
+    cluster.wait_for(
+        &[0, 1, 2],
+        topic,
+        "every partition led by its preferred replica again",
+        |leaders, _, _| *leaders == preferred,
+    );
+    assert!(
+        cluster
+            .brokers
+            .values_mut()
+            .any(|b| b.count_lines("led by their preferred replica again") > 0),
+        "the rebalance moved them, not an election"
+    );
+}
+
+/// `num.replica.fetchers=2`: each broker copies a leader's partitions
+/// over several fetchers (connections) at once, a partition always on the
+/// same one (Kafka's `abs(31 * topic.hashCode + partition) % fetchers`:
+/// with 3 brokers placing leaders round robin, 3 fetchers would put all of
+/// one leader's partitions on one); with a leader SIGKILLed and restarted meanwhile, nothing
+/// acknowledged is lost and the replicas end byte-identical.
+#[test]
+fn several_fetchers_per_leader_copy_every_partition() {
+    let topic = "fanned-out";
+    let mut cluster = replicated_cluster(&["num.replica.fetchers=2", "min.insync.replicas=2"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 12, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let fetchers_per_leader = |lines: Vec<String>| {
+        let mut started: BTreeMap<String, HashSet<String>> = BTreeMap::new();
+        for line in lines {
+            // "replica fetcher <id> for leader <leader> started"
+            let Some(rest) = line.split("replica fetcher ").nth(1) else {
+                continue;
+            };
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            if words.len() >= 5 && words[1] == "for" && words[4] == "started" {
+                started
+                    .entry(words[3].to_string())
+                    .or_default()
+                    .insert(words[0].to_string());
+            }
+        }
+        started.values().map(HashSet::len).max().unwrap_or(0)
+    };
+    for (id, broker) in cluster.brokers.iter_mut() {
+        let most = fetchers_per_leader(broker.log_lines());
+        assert!(
+            most >= 2,
+            "broker {id} copies some leader over {most} fetcher(s), not several"
+        );
+    }
+    let checker = Checker::start(&cluster, topic, 6_000);
+    std::thread::sleep(Duration::from_secs(1));
+    let leader = leader_of_partition_0(&cluster, topic);
+    cluster.brokers.remove(&leader).expect("running").kill();
+    std::thread::sleep(Duration::from_secs(5));
+    cluster.start_broker(leader);
+    checker.finish(
+        &cluster,
+        topic,
+        12,
+        "2 fetchers per leader, a leader killed",
+    );
+    wait_for_full_isr(&mut cluster, topic);
+    assert_replicas_converge(&mut cluster, topic, 12);
 }

@@ -660,3 +660,36 @@ fn offset_commit_v0_lives_in_zookeeper() {
     // v1 reads __consumer_offsets, where nothing was committed.
     assert_eq!(fetch(1), vec![-1, -1]);
 }
+
+/// `/config/changes` does not grow without bound: every AlterConfigs
+/// leaves a notification, and the controller keeps the newest 100 (Kafka
+/// purges them by age, 15 minutes). The newest stays, so the configs
+/// every broker applies are the last ones written.
+#[test]
+fn config_change_notifications_are_purged() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/purge", zk.connect_string());
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    create_topic(&broker.bootstrap, "configured", 1);
+    for i in 0..110 {
+        common::alter_retention(
+            &broker.bootstrap,
+            "configured",
+            &(1_000_000 + i).to_string(),
+        );
+    }
+    zk_root.wait_until("the oldest notifications purged", |zk| {
+        zk.children("/purge/config/changes").len() == 100
+    });
+    let mut names = zk_root.children("/purge/config/changes");
+    names.sort();
+    let newest = names.last().expect("a notification").clone();
+    let newest_topic = json(&zk_root, &format!("/purge/config/changes/{newest}"));
+    assert_eq!(newest_topic["entity_path"], "topics/configured");
+    assert_eq!(
+        common::described_retention(&broker.bootstrap, "configured").as_deref(),
+        Some("1000109")
+    );
+}

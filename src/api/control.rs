@@ -3,16 +3,21 @@
 //! ZooKeeper-era inter-broker APIs. Each goes to this broker's controller
 //! actor, which fences it by controller and broker epoch and applies it;
 //! this module only turns a failure into the response's error code.
+//! ControlledShutdown (key 7, v0-3) goes the other way: a stopping broker
+//! asks the active controller to move its leaderships away.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_protocol::messages::{
-    LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
+    LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse, TopicName,
     UpdateMetadataRequest, UpdateMetadataResponse,
 };
+use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
 use crate::actors::controller::{
-    ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata, TopicError,
+    ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata, ControlledShutdown, TopicError,
 };
 
 fn failed(error: TopicError) -> i16 {
@@ -50,5 +55,36 @@ pub async fn stop_replica(ctx: &BrokerContext, request: StopReplicaRequest) -> S
         Ok(Ok(response)) => response,
         Ok(Err(e)) => StopReplicaResponse::default().with_error_code(failed(e)),
         Err(_) => StopReplicaResponse::default().with_error_code(failed(TopicError::Stopped)),
+    }
+}
+
+pub async fn controlled_shutdown(
+    ctx: &BrokerContext,
+    request: ControlledShutdownRequest,
+    version: i16,
+) -> ControlledShutdownResponse {
+    let ask = ControlledShutdown {
+        broker_id: request.broker_id.0,
+        broker_epoch: if version >= 2 {
+            request.broker_epoch
+        } else {
+            -1
+        },
+    };
+    match ctx.controller.send(ask).await {
+        Ok(Ok(remaining)) => ControlledShutdownResponse::default().with_remaining_partitions(
+            remaining
+                .into_iter()
+                .map(|tp| {
+                    RemainingPartition::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(tp.topic)))
+                        .with_partition_index(tp.partition)
+                })
+                .collect(),
+        ),
+        Ok(Err(e)) => ControlledShutdownResponse::default().with_error_code(failed(e)),
+        Err(_) => {
+            ControlledShutdownResponse::default().with_error_code(failed(TopicError::Stopped))
+        }
     }
 }

@@ -228,6 +228,9 @@ pub async fn handle(
         Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),
         Request::StopReplica(r) => reply!(control::stop_replica(ctx, *r).await),
         Request::UpdateMetadata(r) => reply!(control::update_metadata(ctx, *r).await),
+        Request::ControlledShutdown(r) => {
+            reply!(control::controlled_shutdown(ctx, *r, version).await)
+        }
     }
 }
 

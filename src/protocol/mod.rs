@@ -81,6 +81,7 @@ implemented_apis! {
     LeaderAndIsr(LeaderAndIsrRequest) = LeaderAndIsr, 5..=5;
     StopReplica(StopReplicaRequest) = StopReplica, 3..=3;
     UpdateMetadata(UpdateMetadataRequest) = UpdateMetadata, 7..=7;
+    ControlledShutdown(ControlledShutdownRequest) = ControlledShutdown, 0..=3;
     OffsetCommit(OffsetCommitRequest) = OffsetCommit, 0..=8;
     OffsetFetch(OffsetFetchRequest) = OffsetFetch, 0..=8;
     FindCoordinator(FindCoordinatorRequest) = FindCoordinator, 0..=4;

@@ -107,6 +107,27 @@ impl Cluster {
             .collect()
     }
 
+    /// Each partition's ISR (sorted) as broker `id` answers Metadata;
+    /// empty when it does not answer.
+    pub fn isrs(&self, id: i32, topic: &str) -> BTreeMap<i32, Vec<i32>> {
+        let client: BaseConsumer = client_config(&self.bootstrap(id)).create().expect("client");
+        let Ok(metadata) = client.fetch_metadata(Some(topic), Duration::from_secs(10)) else {
+            return BTreeMap::new();
+        };
+        metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| {
+                t.partitions().iter().map(|p| {
+                    let mut isr = p.isr().to_vec();
+                    isr.sort();
+                    (p.id(), isr)
+                })
+            })
+            .collect()
+    }
+
     pub fn start_broker(&mut self, id: i32) {
         let mut overrides = self.overrides(id);
         if let Some(address) = self.addresses.get(&id) {

@@ -425,3 +425,44 @@ pub fn admin_options(timeout: Duration) -> rdkafka::admin::AdminOptions {
         .request_timeout(Some(timeout))
         .operation_timeout(Some(timeout))
 }
+
+/// AlterConfigs v1: `retention.ms` of `topic` set to `value`.
+pub fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
+    use kafka_protocol::protocol::StrBytes;
+    let response: AlterConfigsResponse = raw_request(
+        bootstrap,
+        ApiKey::AlterConfigs,
+        1,
+        &AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_value(Some(StrBytes::from_string(value.to_string())))])]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(response.responses[0].error_code, 0);
+}
+
+/// DescribeConfigs v1: `topic`'s `retention.ms`.
+pub fn described_retention(bootstrap: &str, topic: &str) -> Option<String> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let response: DescribeConfigsResponse = raw_request(
+        bootstrap,
+        ApiKey::DescribeConfigs,
+        1,
+        &DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")]))]),
+        Duration::from_secs(30),
+    );
+    response.results[0]
+        .configs
+        .first()
+        .and_then(|c| c.value.as_ref().map(|v| v.to_string()))
+}
