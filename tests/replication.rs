@@ -1020,3 +1020,90 @@ fn several_fetchers_per_leader_copy_every_partition() {
     wait_for_full_isr(&mut cluster, topic);
     assert_replicas_converge(&mut cluster, topic, 12);
 }
+
+/// A coordinator that loses the leadership of its `__consumer_offsets`
+/// partition while it runs (here by a controlled shutdown) unloads its
+/// groups and answers NOT_COORDINATOR; FindCoordinator names the new
+/// leader, which serves every offset committed before.
+#[test]
+fn a_coordinator_that_loses_its_leadership_hands_its_groups_over() {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        FindCoordinatorRequest, FindCoordinatorResponse, GroupId, OffsetFetchRequest,
+        OffsetFetchResponse, TopicName,
+    };
+    use rdkafka::consumer::CommitMode;
+    let topic = "handed-over";
+    let group = "moving";
+    let mut cluster = replicated_cluster(&["offsets.topic.replication.factor=3"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let consumer: BaseConsumer = client_config(&cluster.bootstrap(0))
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, rdkafka::Offset::Offset(7))
+        .unwrap();
+    wait_until("a commit", Duration::from_secs(60), || {
+        consumer.commit(&assignment, CommitMode::Sync).is_ok()
+    });
+    drop(consumer);
+    let coordinator_seen_by = |asked: i32| {
+        let response: FindCoordinatorResponse = raw_request(
+            &cluster.bootstrap(asked),
+            ApiKey::FindCoordinator,
+            2,
+            &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str(group)),
+            Duration::from_secs(10),
+        );
+        (response.error_code == 0).then_some(response.node_id.0)
+    };
+    let coordinator = coordinator_seen_by(0).expect("a coordinator");
+    let offset_fetch = |at: i32| {
+        let response: OffsetFetchResponse = raw_request(
+            &cluster.bootstrap(at),
+            ApiKey::OffsetFetch,
+            3,
+            &OffsetFetchRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str(group)))
+                .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str(topic)))
+                    .with_partition_indexes(vec![0])])),
+            Duration::from_secs(10),
+        );
+        let offset = response
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .map(|p| p.committed_offset);
+        (response.error_code, offset)
+    };
+    assert_eq!(offset_fetch(coordinator), (0, Some(7)));
+    let (_, _, controller) = cluster.view(0, topic);
+    let answer = controlled_shutdown(&cluster.bootstrap(controller), coordinator, -1);
+    assert_eq!(answer, (0, Vec::new()));
+    wait_until(
+        "the old coordinator to answer NOT_COORDINATOR",
+        Duration::from_secs(30),
+        || offset_fetch(coordinator).0 == 16,
+    );
+    let other = (coordinator + 1) % 3;
+    let mut moved_to = None;
+    wait_until("a new coordinator", Duration::from_secs(30), || {
+        moved_to = coordinator_seen_by(other).filter(|&c| c != coordinator);
+        moved_to.is_some()
+    });
+    let moved_to = moved_to.expect("a new coordinator");
+    let mut answer = (0, None);
+    wait_until(
+        "the offsets at the new coordinator",
+        Duration::from_secs(30),
+        || {
+            answer = offset_fetch(moved_to);
+            answer == (0, Some(7))
+        },
+    );
+}
