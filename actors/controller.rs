@@ -136,6 +136,16 @@ impl From<AssignmentError> for TopicError {
     }
 }
 
+/// What a read of `/brokers/ids` found against the brokers known before.
+struct BrokerChanges {
+    /// New, or registered again (`bounced` are here too).
+    joined: Vec<i32>,
+    left: Vec<i32>,
+    /// Registered again with a new broker epoch before this controller saw
+    /// them go (KIP-380).
+    bounced: Vec<i32>,
+}
+
 /// The shared pieces every controller operation works on.
 #[derive(Clone)]
 struct Shared {
@@ -2116,7 +2126,7 @@ impl Shared {
 
     /// Reads `/brokers/ids` into the cache and keeps one channel per other
     /// live broker. Returns the ids that joined and left.
-    async fn load_brokers(&self) -> Result<(Vec<i32>, Vec<i32>), TopicError> {
+    async fn load_brokers(&self) -> Result<BrokerChanges, TopicError> {
         let mut live = BTreeMap::new();
         for child in self.store.children(BrokerIdsZNode::PATH).await? {
             let Ok(id) = child.parse::<i32>() else {
@@ -2192,7 +2202,11 @@ impl Shared {
             channels.insert(*id, channel);
             self.set_broker_epoch(*id, *epoch);
         }
-        Ok((joined, left))
+        Ok(BrokerChanges {
+            joined,
+            left,
+            bounced,
+        })
     }
 
     fn set_broker_epoch(&self, broker: i32, epoch: i64) {
@@ -2439,27 +2453,10 @@ impl Shared {
         }
     }
 
-    /// `/brokers/ids` changed: partitions whose leader left get a live ISR
-    /// member as leader (none: offline, leader -1, until one returns, as
-    /// Kafka does without unclean election), brokers that left leave the
-    /// ISRs, offline partitions whose ISR member is back get it as leader
-    /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
-    /// every broker UpdateMetadata, and brokers that joined everything.
-    async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
-        if !self.is_active() {
-            return Ok(());
-        }
-        let (joined, left) = self.load_brokers().await?;
-        if joined.is_empty() && left.is_empty() {
-            return Ok(());
-        }
-        for id in &left {
-            log::info!("broker {id} left the cluster");
-        }
-        for id in &joined {
-            log::info!("broker {id} joined the cluster");
-        }
-        let live = self.live_brokers();
+    /// [`Shared::reelect`] for every partition whose leader or an ISR
+    /// member is not in `live`; applies the results here and answers the
+    /// topics that changed (not yet sent to the other brokers).
+    async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, TopicError> {
         let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
         let mut changed = Vec::new();
         for mut topic in topics {
@@ -2471,7 +2468,7 @@ impl Shared {
                     continue;
                 }
                 let tp = TopicPartition::new(topic.name.clone(), index);
-                let Some((state, version)) = self.reelect(&tp, &p.replicas, &live, unclean).await?
+                let Some((state, version)) = self.reelect(&tp, &p.replicas, live, unclean).await?
                 else {
                     continue;
                 };
@@ -2488,6 +2485,51 @@ impl Shared {
                 changed.push(topic);
             }
         }
+        Ok(changed)
+    }
+
+    /// `/brokers/ids` changed: partitions whose leader left get a live ISR
+    /// member as leader (none: offline, leader -1, until one returns, as
+    /// Kafka does without unclean election), brokers that left leave the
+    /// ISRs, offline partitions whose ISR member is back get it as leader
+    /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
+    /// every broker UpdateMetadata, and brokers that joined everything.
+    async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        let BrokerChanges {
+            joined,
+            left,
+            bounced,
+        } = self.load_brokers().await?;
+        if joined.is_empty() && left.is_empty() {
+            return Ok(());
+        }
+        for id in &left {
+            log::info!("broker {id} left the cluster");
+        }
+        for id in &joined {
+            log::info!("broker {id} joined the cluster");
+        }
+        let live = self.live_brokers();
+        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        // KIP-380: a bounced broker is first failed over as a dead one (its
+        // old incarnation may have lost records it led), then taken back.
+        if !bounced.is_empty() {
+            let without: Vec<i32> = live
+                .iter()
+                .copied()
+                .filter(|b| !bounced.contains(b))
+                .collect();
+            for topic in self.reelect_all(&without).await? {
+                changed.insert(topic.name.clone(), topic);
+            }
+        }
+        for topic in self.reelect_all(&live).await? {
+            changed.insert(topic.name.clone(), topic);
+        }
+        let changed: Vec<TopicMetadata> = changed.into_values().collect();
         // Joined brokers get everything; the others the new broker list
         // and what changed.
         let everything: Vec<TopicMetadata> =

@@ -1107,3 +1107,81 @@ fn a_coordinator_that_loses_its_leadership_hands_its_groups_over() {
         },
     );
 }
+
+/// KIP-380's bounced broker: a broker stops and registers again (a new
+/// broker epoch) while the controller is paused, so the controller never
+/// sees it gone. The controller first fails its leaderships over, as for
+/// a dead broker (its old incarnation may have lost records it led), then
+/// takes it back with its new epoch: it rejoins every ISR and nothing
+/// acknowledged is lost.
+#[test]
+fn a_bounced_broker_is_failed_over_then_taken_back() {
+    let topic = "bounced";
+    let mut cluster = replicated_cluster(&[
+        "min.insync.replicas=2",
+        // The pause below must stay well inside the controller's session.
+        "zookeeper.session.timeout.ms=15000",
+        // A controlled shutdown would wait for the paused controller.
+        "controlled.shutdown.enable=false",
+    ]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let (leaders, _, controller) = cluster.view(0, topic);
+    let victim = (controller + 1) % 3;
+    let led: Vec<i32> = leaders
+        .iter()
+        .filter_map(|(&p, &l)| (l == victim).then_some(p))
+        .collect();
+    assert!(
+        !led.is_empty(),
+        "broker {victim} leads something: {leaders:?}"
+    );
+    let checker = Checker::start(&cluster, topic, 4_000);
+    std::thread::sleep(Duration::from_secs(1));
+
+    let controller_pid = cluster.brokers[&controller].pid() as i32;
+    // SAFETY: signalling child processes of this test.
+    unsafe { libc::kill(controller_pid, libc::SIGSTOP) };
+    let paused = Instant::now();
+    cluster
+        .brokers
+        .remove(&victim)
+        .expect("running")
+        .terminate();
+    cluster.start_broker(victim);
+    let pause = paused.elapsed();
+    unsafe { libc::kill(controller_pid, libc::SIGCONT) };
+    eprintln!("the controller was paused for {pause:?}");
+
+    let bounced_line = format!("broker {victim} registered again with a new broker epoch");
+    let controller_broker = cluster.brokers.get_mut(&controller).expect("running");
+    controller_broker.wait_for_line(&bounced_line, Duration::from_secs(30));
+    // Failed over first: each partition it led got another leader.
+    let failed_over = |lines: &[String], partition: i32| {
+        let moved = format!("partition {topic}-{partition}: leader ");
+        lines
+            .iter()
+            .skip_while(|l| !l.contains(&bounced_line))
+            .any(|l| l.contains(&moved) && !l.contains(&format!("leader {victim} ")))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let lines = controller_broker.log_lines();
+        if led.iter().all(|&p| failed_over(&lines, p)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}'s partitions {led:?} were not failed over: {lines:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_for_full_isr(&mut cluster, topic);
+    checker.finish(
+        &cluster,
+        topic,
+        3,
+        "a broker bounced behind the controller's back",
+    );
+    assert_replicas_converge(&mut cluster, topic, 3);
+}
