@@ -1030,16 +1030,19 @@ fn illegal_generation() {
     );
 }
 
-/// OffsetCommit: a simple commit (generation -1, member "") only while
-/// the group is Empty; a member needs the current generation; refused while
+/// OffsetCommit: a simple commit (generation -1) only while the group is
+/// Empty, whatever member id it names (Kafka's `validateOffsetCommit`: an
+/// admin client or a consumer without group management); a member needs
+/// the current generation; refused while
 /// CompletingRebalance, allowed while PreparingRebalance (as Kafka: the
 /// consumer commits before it rejoins); a commit keeps the member alive.
 #[test]
 fn offset_commit_rules() {
     let mut group = Group::new("g".to_string(), config());
     assert_eq!(group.validate_offset_commit("", None, -1, T0), Ok(()));
+    assert_eq!(group.validate_offset_commit("x", None, -1, T0), Ok(()));
     assert_eq!(
-        group.validate_offset_commit("x", None, -1, T0),
+        group.validate_offset_commit("x", None, 0, T0),
         Err(code(ResponseError::UnknownMemberId))
     );
 

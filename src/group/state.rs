@@ -626,15 +626,16 @@ impl Group {
         if self.state == GroupState::Dead {
             return Err(ResponseError::CoordinatorNotAvailable.code());
         }
+        // An admin client or a consumer without group management (Kafka
+        // accepts any member id then).
+        if generation_id < 0 && self.state == GroupState::Empty {
+            return Ok(());
+        }
         let group_commit =
             generation_id >= 0 || !member_id.is_empty() || group_instance_id.is_some();
         if !group_commit {
-            return if self.state == GroupState::Empty {
-                Ok(())
-            } else {
-                // When the group has members, only they may commit.
-                Err(ResponseError::UnknownMemberId.code())
-            };
+            // When the group has members, only they may commit.
+            return Err(ResponseError::UnknownMemberId.code());
         }
         if let Some(error) = self.validate_current_member(member_id, group_instance_id) {
             return Err(error);
