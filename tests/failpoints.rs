@@ -446,6 +446,83 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
     );
 }
 
+/// A partition that fills its log dir by itself goes offline, and nothing
+/// else would ever free that disk: retention still runs on the offline
+/// log (from file metadata), deletes its expired segments, and the
+/// partition comes back by itself, without a restart, serving from its
+/// raised log start offset.
+#[test]
+fn retention_frees_a_disk_its_offline_partition_filled() {
+    let big = tempfile::tempdir().unwrap();
+    let small = tempfile::tempdir().unwrap();
+    mount_tmpfs(small.path(), "4m");
+    let _unmount = Unmount(small.path().to_path_buf());
+    let dirs = format!(
+        "log.dirs={},{}",
+        big.path().display(),
+        small.path().display()
+    );
+    let mut broker = BrokerProcess::start_with_env(
+        big.path(),
+        &[
+            &dirs,
+            "log.segment.bytes=524288",
+            "log.retention.check.interval.ms=1000",
+        ],
+        &[],
+    );
+    assert_eq!(
+        create_topics(&broker.bootstrap, &["filling"], 2),
+        vec![Ok("filling".to_string())]
+    );
+    common::alter_retention(&broker.bootstrap, "filling", "8000");
+    let on_small: i32 = if small.path().join("filling-0").exists() {
+        0
+    } else {
+        1
+    };
+    let started = std::time::Instant::now();
+    let mut code = 0;
+    for _ in 0..400 {
+        code = common::produce_batch(&broker.bootstrap, "filling", on_small, 2000, 1);
+        if code != 0 {
+            break;
+        }
+    }
+    assert_eq!(code, STORAGE_ERROR, "the partition filled its dir");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "filled within retention.ms, so retention had nothing to delete yet"
+    );
+    broker.wait_for_line(
+        &format!("partition filling-{on_small} is now offline"),
+        Duration::from_secs(5),
+    );
+    broker.wait_for_line(
+        &format!("partition filling-{on_small} is offline; retention deleted"),
+        Duration::from_secs(30),
+    );
+    broker.wait_for_line(
+        &format!("partition filling-{on_small} is back online"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        common::produce_batch(&broker.bootstrap, "filling", on_small, 10, 1),
+        0
+    );
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "filling-check")
+        .create()
+        .unwrap();
+    let (low, high) = consumer
+        .fetch_watermarks("filling", on_small, Duration::from_secs(10))
+        .unwrap();
+    assert!(
+        low > 0 && high > low,
+        "served from a raised log start: {low}..{high}"
+    );
+}
+
 /// An I/O error on an append (`shard.append` returns EIO once) takes that
 /// partition's log offline: KAFKA_STORAGE_ERROR for it, the other topic
 /// unaffected; the log actor's retry reopens the log (a full load with

@@ -253,6 +253,35 @@ impl LogShard {
     }
 
     /// Run `op` on every online log, isolating failures per partition.
+    /// Retention runs on offline logs too, from file metadata: a disk they
+    /// filled frees itself and `ReopenOffline` can bring them back. Their
+    /// new log start offset reaches the partition when the log reopens.
+    fn enforce_retention_offline(&mut self) {
+        let now = self.clock.now_ms();
+        for (tp, state) in self.logs.iter_mut() {
+            let PartitionState::Offline {
+                dir,
+                config,
+                options,
+                ..
+            } = state
+            else {
+                continue;
+            };
+            match crate::storage::log::enforce_retention_offline(dir, config, options, now) {
+                Ok(report) if report.deleted_segments > 0 => log::warn!(
+                    "partition {tp} is offline; retention deleted {} segment(s), {} bytes, \
+                     up to offset {}",
+                    report.deleted_segments,
+                    report.deleted_bytes,
+                    report.log_start_offset
+                ),
+                Ok(_) => {}
+                Err(e) => log::warn!("retention on offline partition {tp} failed: {e}"),
+            }
+        }
+    }
+
     fn for_each_log<T>(
         &mut self,
         mut op: impl FnMut(&mut PartitionLog, i64) -> Result<T, LogError>,
@@ -690,7 +719,9 @@ impl Handler<EnforceRetention> for LogShard {
 
     fn handle(&mut self, _msg: EnforceRetention, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("retention", |shard| {
-            Ok(shard.for_each_log(|log, now| log.enforce_retention(now)))
+            let reports = shard.for_each_log(|log, now| log.enforce_retention(now));
+            shard.enforce_retention_offline();
+            Ok(reports)
         })
     }
 }

@@ -1156,6 +1156,80 @@ fn last_offset_of(entries: &[u8]) -> Result<Option<i64>, LogError> {
 /// Base offsets of the segments in `dir`, sorted. Leftovers of interrupted
 /// operations (`.tmp`, `.deleted`, `.cleaned`) are removed, and a cleaning
 /// interrupted after it was committed (`.log.swap`) is completed.
+/// Retention for a log that is offline (its disk failed or filled up): it
+/// deletes whole closed segments from file metadata alone, without loading
+/// the log, so that a disk this log filled can free itself and the log
+/// come back. A segment's age is its `.log` file's modification time
+/// (Kafka's fallback for a segment without timestamps); sizes are file
+/// sizes. Raises `options.log_start_offset` past what it deleted. It never
+/// writes a byte.
+pub fn enforce_retention_offline(
+    dir: &Path,
+    config: &LogConfig,
+    options: &mut LoadOptions,
+    now_ms: i64,
+) -> Result<RetentionReport, LogError> {
+    let mut report = RetentionReport {
+        log_start_offset: options.log_start_offset,
+        ..RetentionReport::default()
+    };
+    if !config.cleanup_policy.delete {
+        return Ok(report);
+    }
+    // (base offset, bytes, modified at, ms)
+    let mut segments: Vec<(i64, u64, i64)> = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(base) = name
+            .to_string_lossy()
+            .strip_suffix(".log")
+            .and_then(parse_base)
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let metadata = entry.metadata().map_err(|e| LogError::io(&path, e))?;
+        let modified = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(i64::MAX, |d| d.as_millis() as i64);
+        segments.push((base, metadata.len(), modified));
+    }
+    segments.sort_unstable();
+    let total: i64 = segments.iter().map(|&(_, size, _)| size as i64).sum();
+    let mut excess = (config.retention_bytes >= 0).then(|| total - config.retention_bytes);
+    let cutoff = (config.retention_ms >= 0).then(|| now_ms - config.retention_ms);
+    // The last segment is the active one: it always stays.
+    for pair in segments.windows(2) {
+        let ((base, size, modified), next_base) = (pair[0], pair[1].0);
+        let below_start = next_base <= options.log_start_offset;
+        let expired = cutoff.is_some_and(|cutoff| modified < cutoff);
+        let oversized = excess.is_some_and(|excess| excess - size as i64 >= 0);
+        if !(below_start || expired || oversized) {
+            break;
+        }
+        // Indexes first: a `.log` left without them is re-indexed on load.
+        for extension in SEGMENT_EXTENSIONS {
+            let path = segment_file(dir, base, extension);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&path, e)),
+            }
+        }
+        if let Some(excess) = excess.as_mut() {
+            *excess -= size as i64;
+        }
+        report.deleted_segments += 1;
+        report.deleted_bytes += size;
+        options.log_start_offset = options.log_start_offset.max(next_base);
+    }
+    report.log_start_offset = options.log_start_offset;
+    Ok(report)
+}
+
 fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut bases = Vec::new();
     let mut swaps = Vec::new();
@@ -1416,6 +1490,62 @@ mod tests {
 
     /// `retention.bytes` deletes whole leading segments until the log fits,
     /// never the active one, and moves the log start offset.
+    /// An offline log's retention works from files alone: segments whose
+    /// `.log` is older than `retention.ms`, then beyond `retention.bytes`,
+    /// go (never the active one); the log then loads from the raised log
+    /// start offset.
+    #[test]
+    fn offline_retention_deletes_old_segments_from_file_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = batch_v2(4, 200, Compression::None);
+        let config = LogConfig {
+            segment_bytes: batch.len() as u64 * 2,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config.clone(), 0).unwrap();
+        for _ in 0..9 {
+            append(&mut log, &batch, 0);
+        }
+        assert_eq!(log.segment_base_offsets(), vec![0, 8, 16, 24, 32]);
+        let partition_dir = log.dir().to_path_buf();
+        log.close(0).unwrap();
+        let now_ms = 10_000_000_000_000;
+        let aged = |base: i64, at_ms: i64| {
+            let file = fs::File::options()
+                .write(true)
+                .open(segment_file(&partition_dir, base, "log"))
+                .unwrap();
+            file.set_modified(UNIX_EPOCH + std::time::Duration::from_millis(at_ms as u64))
+                .unwrap();
+        };
+        aged(0, now_ms - 5_000);
+        aged(8, now_ms - 5_000);
+        for base in [16, 24, 32] {
+            aged(base, now_ms - 10);
+        }
+        let mut options = LoadOptions::default();
+        let by_time = LogConfig {
+            retention_ms: 1_000,
+            ..config.clone()
+        };
+        let report =
+            enforce_retention_offline(&partition_dir, &by_time, &mut options, now_ms).unwrap();
+        assert_eq!((report.deleted_segments, report.log_start_offset), (2, 16));
+        assert!(!segment_file(&partition_dir, 8, "index").exists());
+        let by_size = LogConfig {
+            retention_bytes: 0,
+            ..config.clone()
+        };
+        let report =
+            enforce_retention_offline(&partition_dir, &by_size, &mut options, now_ms).unwrap();
+        assert_eq!(report.deleted_segments, 2, "all but the active segment");
+        assert_eq!(options.log_start_offset, 32);
+        let (log, _) = PartitionLog::load(&partition_dir, tp(), config, options, now_ms).unwrap();
+        assert_eq!(log.segment_base_offsets(), vec![32]);
+        assert_eq!(log.log_start_offset(), 32);
+        assert_eq!(log.log_end_offset(), 36);
+    }
+
     #[test]
     fn retention_by_bytes() {
         let dir = tempfile::tempdir().unwrap();
