@@ -17,6 +17,9 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::Compression;
+#[path = "common/seed.rs"]
+mod seed;
+
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -33,12 +36,12 @@ fn config(default_cases: u32) -> Config {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default_cases);
-    Config {
+    seed::seeded(Config {
         cases,
         // Failures print the minimal input; nothing is written to the tree.
         failure_persistence: None,
         ..Config::default()
-    }
+    })
 }
 
 /// What a campaign saw, printed at its end.

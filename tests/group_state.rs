@@ -17,6 +17,9 @@ use ferrolog::group::state::{
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ConsumerProtocolSubscription;
 use kafka_protocol::protocol::{Encodable, StrBytes};
+#[path = "common/seed.rs"]
+mod seed;
+
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -1814,7 +1817,7 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(seed::seeded(ProptestConfig { cases: 512, ..ProptestConfig::default() }))]
 
     /// Random JoinGroup / SyncGroup / Heartbeat / OffsetCommit / LeaveGroup
     /// / timer / DeleteGroups sequences from five clients (two static) never

@@ -25,6 +25,9 @@ use ferrolog::storage::testing::{batch_v2, legacy_message_set};
 use ferrolog::storage::{LoadOptions, LoadReport, LogConfig, LogError, PartitionLog};
 use ferrolog::topic_partition::TopicPartition;
 use kafka_protocol::records::Compression;
+#[path = "common/seed.rs"]
+mod seed;
+
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
@@ -920,14 +923,14 @@ fn break_index(path: &Path, entry_size: u64, how: &IndexDamage) -> Res {
 fn proptest_config() -> ProptestConfig {
     let defaults = ProptestConfig::default();
     let from_env = std::env::var_os("PROPTEST_CASES").is_some();
-    ProptestConfig {
+    seed::seeded(ProptestConfig {
         cases: if from_env { defaults.cases } else { 256 },
         max_shrink_iters: 4096,
         // Failures are printed, not persisted: no regressions file appears
         // next to the tests.
         failure_persistence: None,
         ..defaults
-    }
+    })
 }
 
 fn run(segment_bytes: u64, index_interval_bytes: u64, ops: &[Op]) -> Res {
