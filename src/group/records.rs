@@ -417,6 +417,60 @@ mod tests {
         );
     }
 
+    /// Kafka's exact bytes for a group metadata key v2 and value v3, the
+    /// versions Kafka 3.x writes (fields as in Kafka's
+    /// `GroupMetadataValue.json`: v3 is the last non-flexible version).
+    #[test]
+    fn group_layout_is_kafkas() {
+        let group = GroupSnapshot {
+            protocol_type: Some("consumer".into()),
+            generation_id: 1,
+            protocol_name: Some("range".into()),
+            leader: Some("m".into()),
+            current_state_timestamp_ms: 5,
+            members: vec![MemberSnapshot {
+                member_id: "m".into(),
+                group_instance_id: None,
+                client_id: "c".into(),
+                client_host: "/h".into(),
+                rebalance_timeout_ms: 10,
+                session_timeout_ms: 20,
+                subscription: Bytes::from_static(b"s"),
+                assignment: Bytes::new(),
+            }],
+        };
+        let (key, value) = group_record("g", Some(&group));
+        assert_eq!(&key[..], &[0, 2, 0, 1, b'g']);
+        let mut expected: Vec<u8> = vec![0, 3, 0, 8];
+        expected.extend_from_slice(b"consumer");
+        expected.extend_from_slice(&[0, 0, 0, 1, 0, 5]);
+        expected.extend_from_slice(b"range");
+        expected.extend_from_slice(&[0, 1, b'm', 0, 0, 0, 0, 0, 0, 0, 5]);
+        // One member: id, null instance id, client id, host, timeouts,
+        // subscription, empty assignment.
+        expected.extend_from_slice(&[0, 0, 0, 1, 0, 1, b'm', 255, 255, 0, 1, b'c', 0, 2]);
+        expected.extend_from_slice(b"/h");
+        expected.extend_from_slice(&[0, 0, 0, 10, 0, 0, 0, 20, 0, 0, 0, 1, b's', 0, 0, 0, 0]);
+        assert_eq!(&value.unwrap()[..], &expected[..]);
+
+        // An Empty group: no protocol, no leader (null strings), no members.
+        let empty = GroupSnapshot {
+            protocol_type: Some("consumer".into()),
+            generation_id: 2,
+            protocol_name: None,
+            leader: None,
+            current_state_timestamp_ms: 6,
+            members: Vec::new(),
+        };
+        let (_, value) = group_record("g", Some(&empty));
+        let mut expected: Vec<u8> = vec![0, 3, 0, 8];
+        expected.extend_from_slice(b"consumer");
+        expected.extend_from_slice(&[
+            0, 0, 0, 2, 255, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0,
+        ]);
+        assert_eq!(&value.unwrap()[..], &expected[..]);
+    }
+
     /// Every prefix of a valid record is an error, never a panic.
     #[test]
     fn truncation_is_an_error() {
