@@ -706,3 +706,129 @@ fn compressed_bomb_in_a_timestamp_lookup_is_bounded() {
         "a timestamp lookup inflated the broker from {hwm_before} to {hwm_after} KiB"
     );
 }
+
+/// `mib` MiB of zeros as a gzip stream of about 1 KiB per MiB: one MiB
+/// deflated with a full flush (self-contained, byte-aligned) repeated,
+/// then an empty final block. The trailer's CRC is left zero: a bounded
+/// reader stops long before it is checked.
+fn gzip_zero_bomb(mib: usize) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress};
+    let mut deflate = Compress::new(Compression::best(), false);
+    let zeros = vec![0u8; 1 << 20];
+    let mut chunk = Vec::with_capacity(64 * 1024);
+    deflate
+        .compress_vec(&zeros, &mut chunk, FlushCompress::Full)
+        .expect("deflate");
+    assert_eq!(deflate.total_in(), 1 << 20, "the whole MiB went in");
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    for _ in 0..mib {
+        out.extend_from_slice(&chunk);
+    }
+    out.extend_from_slice(&[0x03, 0x00]); // empty final block
+    out.extend_from_slice(&[0; 4]); // CRC
+    out.extend_from_slice(&(((mib as u64) << 20) as u32).to_le_bytes());
+    out
+}
+
+/// A legacy (magic 1) message set of one compressed wrapper message whose
+/// value is `value`, compressed with `codec` (1 gzip, 2 snappy).
+fn legacy_wrapper(codec: u8, value: &[u8]) -> Bytes {
+    let mut message = vec![1, codec]; // magic, attributes
+    message.extend_from_slice(&1_000i64.to_be_bytes()); // timestamp
+    message.extend_from_slice(&(-1i32).to_be_bytes()); // null key
+    message.extend_from_slice(&(value.len() as i32).to_be_bytes());
+    message.extend_from_slice(value);
+    let crc = crc32fast::hash(&message);
+    let mut entry = Vec::new();
+    entry.extend_from_slice(&0i64.to_be_bytes()); // offset
+    entry.extend_from_slice(&((4 + message.len()) as i32).to_be_bytes());
+    entry.extend_from_slice(&crc.to_be_bytes());
+    entry.extend_from_slice(&message);
+    Bytes::from(entry)
+}
+
+/// Produce v2 of `records` to `topic`-0; the partition's error code.
+fn produce_v2(broker: &BrokerProcess, topic: &'static str, records: Bytes) -> i16 {
+    use kafka_protocol::messages::*;
+    let produced: ProduceResponse = call(
+        &broker.bootstrap,
+        ApiKey::Produce,
+        2,
+        &ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(30_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str(topic)))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(records)),
+                ])]),
+    );
+    produced.responses[0].partition_responses[0].error_code
+}
+
+/// Legacy compressed wrappers are opened on the produce path (their inner
+/// offsets are assigned), so their bombs must be bounded there: a gzip
+/// wrapper of 512 KiB that inflates to 512 MiB, and a xerial-snappy
+/// wrapper whose block declares 4 GiB, are refused (CORRUPT_MESSAGE) while
+/// the broker's peak memory grows by less than 256 MiB (the vendored
+/// codecs stop at 64 MiB per batch and check a declared length before
+/// allocating), and it serves on.
+#[test]
+fn legacy_wrapper_bombs_are_refused_without_inflating() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = start_broker(dir.path());
+    let producer_topic_created = {
+        use kafka_protocol::messages::create_topics_request::CreatableTopic;
+        use kafka_protocol::messages::*;
+        let created: CreateTopicsResponse = call(
+            &broker.bootstrap,
+            ApiKey::CreateTopics,
+            4,
+            &CreateTopicsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topics(vec![CreatableTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("legacy-bomb")))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1)]),
+        );
+        created.topics[0].error_code
+    };
+    assert_eq!(producer_topic_created, 0);
+    let (hwm_before, _) = broker.memory_kib();
+
+    let gzip = gzip_zero_bomb(512);
+    assert!(
+        gzip.len() < 1_000_000,
+        "within message.max.bytes: {}",
+        gzip.len()
+    );
+    let code = produce_v2(&broker, "legacy-bomb", legacy_wrapper(1, &gzip));
+    assert_eq!(code, 2, "the gzip bomb is CORRUPT_MESSAGE");
+
+    // Xerial framing: magic, version 1, compatible version 1, then one
+    // block whose raw snappy header declares 2^32-1 bytes.
+    let mut xerial = vec![
+        0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
+    ];
+    let block = [0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0, 0];
+    xerial.extend_from_slice(&(block.len() as i32).to_be_bytes());
+    xerial.extend_from_slice(&block);
+    let code = produce_v2(&broker, "legacy-bomb", legacy_wrapper(2, &xerial));
+    assert_eq!(code, 2, "the snappy bomb is CORRUPT_MESSAGE");
+
+    let (hwm_after, _) = broker.memory_kib();
+    assert!(
+        hwm_after < hwm_before + 256 * 1024,
+        "the bombs inflated the broker from {hwm_before} to {hwm_after} KiB"
+    );
+    assert_healthy(&mut broker);
+    // The partition still takes a well-formed legacy wrapper.
+    let fine = ferrolog::storage::testing::legacy_message_set(
+        1,
+        3,
+        kafka_protocol::records::Compression::Gzip,
+    );
+    assert_eq!(produce_v2(&broker, "legacy-bomb", fine), 0);
+}
