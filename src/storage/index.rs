@@ -72,11 +72,13 @@ pub enum IndexError {
 }
 
 /// An index file and its entries in memory. Entries past `persisted` have not
-/// reached the file yet.
+/// reached the file yet. No file descriptor is kept: the entries are read
+/// once, and the file is opened only to write pending entries or to shrink
+/// it, so a segment holds one open file (its log), not three, and a broker
+/// with tens of thousands of segments stays inside its open-file limit.
 #[derive(Debug)]
 pub struct IndexFile<E: IndexEntry> {
     path: PathBuf,
-    file: File,
     entries: Vec<E>,
     persisted: usize,
     max_entries: usize,
@@ -85,13 +87,12 @@ pub struct IndexFile<E: IndexEntry> {
 impl<E: IndexEntry> IndexFile<E> {
     /// A new, empty index (an existing file is emptied).
     pub fn create(path: &Path, max_bytes: u64) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
+        OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(path)?;
-        Ok(Self::with_entries(path, file, Vec::new(), max_bytes))
+        Ok(Self::with_entries(path, Vec::new(), max_bytes))
     }
 
     /// Read an existing index. A missing file or a size that is not a whole
@@ -101,11 +102,7 @@ impl<E: IndexEntry> IndexFile<E> {
             path: path.to_path_buf(),
             source,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io_err)?;
+        let file = File::open(path).map_err(io_err)?;
         let len = file.metadata().map_err(io_err)?.len() as usize;
         if !len.is_multiple_of(E::SIZE) {
             return Err(IndexError::Corrupt {
@@ -116,19 +113,22 @@ impl<E: IndexEntry> IndexFile<E> {
         let mut bytes = vec![0u8; len];
         file.read_exact_at(&mut bytes, 0).map_err(io_err)?;
         let entries: Vec<E> = bytes.chunks_exact(E::SIZE).map(E::decode).collect();
-        let mut index = Self::with_entries(path, file, entries, max_bytes);
+        let mut index = Self::with_entries(path, entries, max_bytes);
         index.persisted = index.entries.len();
         Ok(index)
     }
 
-    fn with_entries(path: &Path, file: File, entries: Vec<E>, max_bytes: u64) -> Self {
+    fn with_entries(path: &Path, entries: Vec<E>, max_bytes: u64) -> Self {
         IndexFile {
             path: path.to_path_buf(),
-            file,
             entries,
             persisted: 0,
             max_entries: (max_bytes as usize / E::SIZE).max(1),
         }
+    }
+
+    fn open_for_writing(&self) -> io::Result<File> {
+        OpenOptions::new().write(true).open(&self.path)
     }
 
     pub fn entries(&self) -> &[E] {
@@ -164,7 +164,7 @@ impl<E: IndexEntry> IndexFile<E> {
             self.entries.truncate(len);
             if self.persisted > len {
                 self.persisted = len;
-                self.file.set_len((len * E::SIZE) as u64)?;
+                self.open_for_writing()?.set_len((len * E::SIZE) as u64)?;
             }
         }
         Ok(())
@@ -172,18 +172,22 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Write the entries not yet on disk; fsync when `sync`.
     pub fn flush(&mut self, sync: bool) -> io::Result<()> {
-        if self.persisted < self.entries.len() {
+        let pending = self.persisted < self.entries.len();
+        if !pending && !sync {
+            return Ok(());
+        }
+        let file = self.open_for_writing()?;
+        if pending {
             let pending = &self.entries[self.persisted..];
             let mut bytes = vec![0u8; pending.len() * E::SIZE];
             for (entry, out) in pending.iter().zip(bytes.chunks_exact_mut(E::SIZE)) {
                 entry.encode(out);
             }
-            self.file
-                .write_all_at(&bytes, (self.persisted * E::SIZE) as u64)?;
+            file.write_all_at(&bytes, (self.persisted * E::SIZE) as u64)?;
             self.persisted = self.entries.len();
         }
         if sync {
-            self.file.sync_data()?;
+            file.sync_data()?;
         }
         Ok(())
     }
