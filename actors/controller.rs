@@ -86,6 +86,8 @@ pub enum TopicError {
     ControllerElsewhere { owner: i64 },
     #[error("broker {0} is not registered")]
     BrokerNotAvailable(i32),
+    #[error("{0}")]
+    PolicyViolation(String),
     #[error("broker {broker}'s epoch {requested} is older than its registration's {current}")]
     StaleBrokerEpoch {
         broker: i32,
@@ -109,6 +111,7 @@ impl TopicError {
             TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
             TopicError::Log(e) => crate::api::error_code(e),
             TopicError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
+            TopicError::PolicyViolation(_) => E::PolicyViolation.code(),
             TopicError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
@@ -1098,6 +1101,7 @@ impl Shared {
             validate_assignment(&request.assignments, &brokers, 0)?;
             request.assignments
         };
+        self.check_open_files(assignment.values())?;
         let configs: BTreeMap<String, String> = request.configs.into_iter().collect();
         let log_config = self.log_config_for(&configs)?;
         if request.validate_only {
@@ -1202,6 +1206,19 @@ impl Shared {
 
     /// Refuse a partition count over `create.topic.max.partitions` before
     /// anything is allocated for it.
+    /// Refuses new partitions whose replicas here would exceed the open-file
+    /// limit (`open_files`), before anything is written.
+    fn check_open_files<'a>(
+        &self,
+        replicas: impl Iterator<Item = &'a Vec<i32>>,
+    ) -> Result<(), TopicError> {
+        let here = replicas.filter(|r| r.contains(&self.broker_id)).count();
+        match crate::open_files::refuse_if_out_of_files(here) {
+            Some(reason) => Err(TopicError::PolicyViolation(reason)),
+            None => Ok(()),
+        }
+    }
+
     fn check_partition_count(&self, count: i32) -> Result<(), TopicError> {
         let max = self.config.create_topic_max_partitions;
         if count > max {
@@ -1355,6 +1372,7 @@ impl Shared {
                 0,
             )?,
         };
+        self.check_open_files(added.values())?;
         if request.validate_only {
             return Ok(());
         }

@@ -30,6 +30,7 @@ pub mod controlled_shutdown;
 pub mod group;
 pub mod metadata;
 pub mod net;
+pub mod open_files;
 pub mod producer_ids;
 pub mod protocol;
 pub mod replication;

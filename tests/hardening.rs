@@ -676,6 +676,53 @@ fn a_segment_holds_one_open_file() {
     );
 }
 
+/// A creation that would run the broker out of open files is refused
+/// before anything is created (POLICY_VIOLATION, saying why), instead of
+/// failing half-way with "Too many open files": under a hard limit of 800,
+/// a 1,000-partition topic (and 1,000 more partitions for a topic) is
+/// refused and leaves no partition directory; 100 partitions still fit.
+#[test]
+fn a_creation_past_the_open_file_limit_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_hard_nofile(dir.path(), &[], 800);
+    let refused = block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("too-many", 1000, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(60)),
+    ))
+    .unwrap();
+    assert_eq!(
+        refused,
+        vec![Err((
+            "too-many".to_string(),
+            rdkafka::types::RDKafkaErrorCode::PolicyViolation
+        ))]
+    );
+    assert!(
+        !dir.path().join("too-many-0").exists(),
+        "nothing was created"
+    );
+    let created = block_on(admin(&broker.bootstrap).create_topics(
+        [&NewTopic::new("fits", 100, TopicReplication::Fixed(1))],
+        &admin_options(Duration::from_secs(60)),
+    ))
+    .unwrap();
+    assert_eq!(created, vec![Ok("fits".to_string())]);
+    let grown = block_on(admin(&broker.bootstrap).create_partitions(
+        [&rdkafka::admin::NewPartitions::new("fits", 1100)],
+        &admin_options(Duration::from_secs(60)),
+    ))
+    .unwrap();
+    assert_eq!(
+        grown,
+        vec![Err((
+            "fits".to_string(),
+            rdkafka::types::RDKafkaErrorCode::PolicyViolation
+        ))]
+    );
+    assert!(!dir.path().join("fits-100").exists());
+    assert_eq!(broker.count_lines("Too many open files"), 0);
+}
+
 /// Static members (`group.instance.id`) that stop heartbeating without
 /// leaving (librdkafka closes a static member without LeaveGroup) are
 /// removed when their `session.timeout.ms` expires, and a group left

@@ -46,14 +46,21 @@ impl BrokerProcess {
     /// as a shell's `ulimit -Sn` would.
     pub fn start_with_nofile(log_dir: &Path, overrides: &[&str], soft: u64) -> BrokerProcess {
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        Self::start_owned(log_dir, overrides, &[], Some(soft))
+        Self::start_owned(log_dir, overrides, &[], Some((soft, None)))
+    }
+
+    /// `start` with both open-file limits lowered to `limit` (the hard one
+    /// too, so the broker cannot raise it), as `ulimit -n` would.
+    pub fn start_with_hard_nofile(log_dir: &Path, overrides: &[&str], limit: u64) -> BrokerProcess {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Self::start_owned(log_dir, overrides, &[], Some((limit, Some(limit))))
     }
 
     fn start_owned(
         log_dir: &Path,
         overrides: Vec<String>,
         env: &[(&str, &str)],
-        nofile: Option<u64>,
+        nofile: Option<(u64, Option<u64>)>,
     ) -> BrokerProcess {
         let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties");
         let mut command = Command::new(env!("CARGO_BIN_EXE_ferrolog"));
@@ -65,7 +72,7 @@ impl BrokerProcess {
             command.args(["--override", o]);
         }
         command.envs(env.iter().copied());
-        if let Some(soft) = nofile {
+        if let Some((soft, hard)) = nofile {
             use std::os::unix::process::CommandExt;
             // SAFETY: only async-signal-safe calls between fork and exec.
             unsafe {
@@ -75,6 +82,9 @@ impl BrokerProcess {
                         rlim_max: 0,
                     };
                     libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                    if let Some(hard) = hard {
+                        limit.rlim_max = hard.min(limit.rlim_max);
+                    }
                     limit.rlim_cur = soft.min(limit.rlim_max);
                     libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
                     Ok(())
