@@ -6,7 +6,9 @@
 //! - commits of one group are written in the order they were received, so
 //!   the last commit wins;
 //! - clients cannot produce to `__consumer_offsets`
-//!   (INVALID_TOPIC_EXCEPTION), so they cannot break group loading.
+//!   (INVALID_TOPIC_EXCEPTION), so they cannot break group loading;
+//! - a connection's pipelined requests are bounded: the broker stops
+//!   reading until answers go out.
 
 mod common;
 
@@ -264,5 +266,66 @@ fn clients_cannot_produce_to_consumer_offsets() {
     assert_eq!(
         committed.find_partition("data", 0).unwrap().offset(),
         Offset::Offset(7)
+    );
+}
+
+/// A connection's pipelined requests are bounded (`MAX_IN_FLIGHT`, 64,
+/// plus the one being written and the one waiting for room): 80 Fetch
+/// long-polls of 2 s each on an empty topic, written back to back. The
+/// broker takes the first ones at once and reads the rest only as answers
+/// go out, so the 70th answer comes at least one long-poll after the
+/// first; without the bound all 80 would wait side by side and end
+/// together. (A lower bound: a slow machine only makes it later.)
+#[test]
+fn a_connections_pipelined_requests_are_bounded() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    create(&broker.bootstrap, &["idle"]);
+    let wait = Duration::from_secs(2);
+    let fetch = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(wait.as_millis() as i32)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_static_str("idle")))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let mut stream = std::net::TcpStream::connect(&broker.bootstrap).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut bytes = Vec::new();
+    for i in 0..80 {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::Fetch as i16)
+            .with_request_api_version(4)
+            .with_correlation_id(i)
+            .with_client_id(Some(StrBytes::from_static_str("window-test")));
+        bytes.extend(ferrolog::protocol::encode_request(&header, ApiKey::Fetch, &fetch).unwrap());
+    }
+    stream.write_all(&bytes).expect("send");
+    let mut arrivals = Vec::new();
+    for i in 0..80 {
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix).expect("response length");
+        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut body).expect("response body");
+        let header = ResponseHeader::decode(
+            &mut Bytes::from(body),
+            ApiKey::Fetch.response_header_version(4),
+        )
+        .unwrap();
+        assert_eq!(header.correlation_id, i, "responses in request order");
+        arrivals.push(std::time::Instant::now());
+    }
+    let gap = arrivals[69] - arrivals[0];
+    assert!(
+        gap >= wait.mul_f32(0.9),
+        "the 70th answer came {gap:?} after the first: the broker read past its window"
     );
 }
