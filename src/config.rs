@@ -19,6 +19,8 @@ use crate::storage::config::{LogConfig, TimestampType};
 
 /// Every broker key [`BrokerConfig::from_properties`] understands; anything
 /// else in a file or override is reported as a [`ConfigWarning`].
+pub use crate::storage::config::CompressionType;
+
 pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "broker.id",
     "broker.rack",
@@ -194,32 +196,6 @@ impl fmt::Display for Listener {
             write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
         } else {
             write!(f, "{}://{}:{}", self.name, self.host, self.port)
-        }
-    }
-}
-
-/// `compression.type`: the codec the broker re-compresses batches with, or
-/// `Producer` to keep whatever the producer sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompressionType {
-    Producer,
-    Uncompressed,
-    Gzip,
-    Snappy,
-    Lz4,
-    Zstd,
-}
-
-impl CompressionType {
-    /// The Kafka config spelling, e.g. for DescribeConfigs.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompressionType::Producer => "producer",
-            CompressionType::Uncompressed => "uncompressed",
-            CompressionType::Gzip => "gzip",
-            CompressionType::Snappy => "snappy",
-            CompressionType::Lz4 => "lz4",
-            CompressionType::Zstd => "zstd",
         }
     }
 }
@@ -549,6 +525,7 @@ impl BrokerConfig {
             min_cleanable_dirty_ratio: self.log_cleaner_min_cleanable_ratio,
             min_compaction_lag_ms: self.log_cleaner_min_compaction_lag_ms,
             max_compaction_lag_ms: self.log_cleaner_max_compaction_lag_ms,
+            compression_type: self.compression_type,
         }
     }
 
@@ -1071,6 +1048,7 @@ pub fn apply_topic_overrides(
             "flush.messages" => config.flush_messages = parse_int(key, value, Long, 0)?,
             "flush.ms" => config.flush_ms = parse_int(key, value, Long, 0)?,
             "cleanup.policy" => config.cleanup_policy = parse_cleanup_policy(key, value)?,
+            "compression.type" => config.compression_type = parse_compression_type(key, value)?,
             "delete.retention.ms" => config.delete_retention_ms = parse_int(key, value, Long, 0)?,
             "min.cleanable.dirty.ratio" => {
                 config.min_cleanable_dirty_ratio = parse_double(key, value, 0.0, 1.0)?
@@ -2125,7 +2103,8 @@ mod tests {
              log.flush.interval.messages=8\nlog.flush.interval.ms=9\n\
              producer.id.expiration.ms=14\nlog.cleanup.policy=compact,delete\n\
              log.cleaner.delete.retention.ms=15\nlog.cleaner.min.cleanable.ratio=0.25\n\
-             log.cleaner.min.compaction.lag.ms=16\nlog.cleaner.max.compaction.lag.ms=17",
+             log.cleaner.min.compaction.lag.ms=16\nlog.cleaner.max.compaction.lag.ms=17\n\
+             compression.type=lz4",
         );
         let expected = LogConfig {
             segment_bytes: 1000,
@@ -2150,6 +2129,7 @@ mod tests {
             min_cleanable_dirty_ratio: 0.25,
             min_compaction_lag_ms: 16,
             max_compaction_lag_ms: 17,
+            compression_type: CompressionType::Lz4,
         };
         assert_eq!(config.log_config(), expected);
     }
@@ -2176,6 +2156,7 @@ mod tests {
             ("min.cleanable.dirty.ratio", "0.1"),
             ("min.compaction.lag.ms", "22"),
             ("max.compaction.lag.ms", "23"),
+            ("compression.type", "gzip"),
             ("min.insync.replicas", "2"),
             ("retention.ms", "10"),
         ])
@@ -2200,6 +2181,7 @@ mod tests {
             min_cleanable_dirty_ratio: 0.1,
             min_compaction_lag_ms: 22,
             max_compaction_lag_ms: 23,
+            compression_type: CompressionType::Gzip,
         };
         assert_eq!(config, expected);
         assert_eq!(topic(&[]).expect("no overrides"), LogConfig::default());

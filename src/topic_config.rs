@@ -78,7 +78,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Str,
         "producer",
         Some("compression.type"),
-        false,
+        true,
     ),
     key(
         "compression.zstd.level",

@@ -1416,3 +1416,86 @@ fn measure_ten_thousand_partitions() {
         open_files(&broker)
     );
 }
+
+/// Each stored v2 batch of `topic`-0 as (codec id, producer id), read from
+/// the segment file itself.
+fn stored_batches(log_dir: &std::path::Path, topic: &str) -> Vec<(u8, i64)> {
+    let bytes = std::fs::read(log_dir.join(format!("{topic}-0/00000000000000000000.log")))
+        .expect("the first segment");
+    let mut batches = Vec::new();
+    let mut at = 0;
+    while at + 61 <= bytes.len() {
+        let length = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let attributes = i16::from_be_bytes(bytes[at + 21..at + 23].try_into().unwrap());
+        let producer_id = i64::from_be_bytes(bytes[at + 43..at + 51].try_into().unwrap());
+        batches.push(((attributes & 7) as u8, producer_id));
+        at += 12 + length;
+    }
+    batches
+}
+
+/// `compression.type` as Kafka honours it (issue 8, item 23): an lz4
+/// idempotent producer's batches are stored gzip on a topic that says
+/// gzip, and zstd on a topic that follows the broker's `zstd`; the
+/// producer id survives the rewrite, and consumers read every record.
+#[test]
+fn compression_type_recompresses_stored_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(dir.path(), &["compression.type=zstd"]);
+    let created = block_on(
+        admin(&broker.bootstrap).create_topics(
+            [
+                &NewTopic::new("gzipped", 1, TopicReplication::Fixed(1))
+                    .set("compression.type", "gzip"),
+                &NewTopic::new("broker-codec", 1, TopicReplication::Fixed(1)),
+            ],
+            &admin_options(Duration::from_secs(30)),
+        ),
+    )
+    .unwrap();
+    assert!(created.iter().all(|r| r.is_ok()), "{created:?}");
+    let producer: BaseProducer = client_config(&broker.bootstrap)
+        .set("compression.codec", "lz4")
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "20")
+        .create()
+        .unwrap();
+    for topic in ["gzipped", "broker-codec"] {
+        for i in 0..200 {
+            let payload = format!("{topic} record {i} {}", "x".repeat(100));
+            producer
+                .send(BaseRecord::<(), str>::to(topic).payload(&payload))
+                .unwrap();
+        }
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    for (topic, codec) in [("gzipped", 1u8), ("broker-codec", 4u8)] {
+        let batches = stored_batches(dir.path(), topic);
+        assert!(!batches.is_empty());
+        assert!(
+            batches
+                .iter()
+                .all(|&(c, producer_id)| c == codec && producer_id >= 0),
+            "{topic}: (codec, producer id) of each stored batch: {batches:?}"
+        );
+        let consumer: BaseConsumer = client_config(&broker.bootstrap)
+            .set("group.id", format!("read-{topic}"))
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        consumer.subscribe(&[topic]).unwrap();
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while seen.len() < 200 && Instant::now() < deadline {
+            if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+                seen.push(
+                    String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned(),
+                );
+            }
+        }
+        let expected: Vec<String> = (0..200)
+            .map(|i| format!("{topic} record {i} {}", "x".repeat(100)))
+            .collect();
+        assert_eq!(seen, expected, "{topic}: every record, in order");
+    }
+}

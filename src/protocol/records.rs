@@ -92,6 +92,27 @@ pub fn encode_records_with(
     Ok(buf.freeze())
 }
 
+/// One v2 record batch (`entry`, log overhead included) written again with
+/// `compression`: every record and its batch fields (producer id, epoch and
+/// sequence, transactional and control flags, timestamps) kept; offsets
+/// are assigned afterwards as for any append.
+pub fn recompress_batch(entry: &[u8], compression: Compression) -> Result<Bytes, RecordBatchError> {
+    let mut bytes = Bytes::copy_from_slice(entry);
+    let set =
+        RecordBatchDecoder::decode(&mut bytes).map_err(|e| RecordBatchError(e.to_string()))?;
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        set.records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .map_err(|e| RecordBatchError(e.to_string()))?;
+    Ok(buf.freeze())
+}
+
 /// Every data record (control records skipped) of every whole entry in
 /// `entries`; a trailing partial entry is left. Also the last offset of the
 /// last whole entry, so a reader knows where to continue.

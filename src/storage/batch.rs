@@ -336,6 +336,44 @@ impl EntryPrefix {
     }
 }
 
+/// The entries of `records` as the topic's `compression.type` wants them
+/// stored (Kafka's LogValidator): a v2 batch with another codec is written
+/// again with `target`; legacy (v0/v1) entries are kept as sent. Answers
+/// `records` itself when nothing changes.
+pub fn recompress(
+    records: Bytes,
+    target: kafka_protocol::records::Compression,
+) -> Result<Bytes, BatchError> {
+    let target_id = target as u8;
+    let mut changed = false;
+    let mut out = BytesMut::with_capacity(records.len());
+    let mut position = 0;
+    while position < records.len() {
+        let header = EntryHeader::parse(&records[position..], position)?;
+        let end = position + header.size;
+        let entry = records.get(position..end).ok_or(BatchError::Truncated {
+            position,
+            needed: header.size,
+            available: records.len() - position,
+        })?;
+        if header.magic == 2 && header.compression != target_id {
+            let written =
+                crate::protocol::records::recompress_batch(entry, target).map_err(|e| {
+                    BatchError::Undecodable {
+                        position,
+                        reason: e.to_string(),
+                    }
+                })?;
+            out.extend_from_slice(&written);
+            changed = true;
+        } else {
+            out.extend_from_slice(entry);
+        }
+        position = end;
+    }
+    Ok(if changed { out.freeze() } else { records })
+}
+
 /// Validate every entry of a produced record set, then give its records the
 /// offsets `next_offset..`, stamping LogAppendTime when the topic asks for it.
 pub fn assign_offsets(

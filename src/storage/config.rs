@@ -37,6 +37,47 @@ impl CleanupPolicy {
     }
 }
 
+/// `compression.type`: the codec the leader re-compresses v2 batches with,
+/// or `Producer` to keep whatever the producer sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompressionType {
+    Producer,
+    Uncompressed,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl CompressionType {
+    /// The Kafka config spelling, e.g. for DescribeConfigs.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompressionType::Producer => "producer",
+            CompressionType::Uncompressed => "uncompressed",
+            CompressionType::Gzip => "gzip",
+            CompressionType::Snappy => "snappy",
+            CompressionType::Lz4 => "lz4",
+            CompressionType::Zstd => "zstd",
+        }
+    }
+}
+
+impl CompressionType {
+    /// The codec batches are stored with; `None` keeps the producer's.
+    pub fn codec(self) -> Option<kafka_protocol::records::Compression> {
+        use kafka_protocol::records::Compression;
+        match self {
+            CompressionType::Producer => None,
+            CompressionType::Uncompressed => Some(Compression::None),
+            CompressionType::Gzip => Some(Compression::Gzip),
+            CompressionType::Snappy => Some(Compression::Snappy),
+            CompressionType::Lz4 => Some(Compression::Lz4),
+            CompressionType::Zstd => Some(Compression::Zstd),
+        }
+    }
+}
+
 /// Settings one partition log runs with. Field names follow Kafka's topic
 /// config keys (`segment.bytes` -> `segment_bytes`); units are in the name.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +126,8 @@ pub struct LogConfig {
     /// `max.compaction.lag.ms` / `log.cleaner.max.compaction.lag.ms`:
     /// dirty records older than this are compacted whatever the ratio.
     pub max_compaction_lag_ms: i64,
+    /// `compression.type` / broker `compression.type`.
+    pub compression_type: CompressionType,
 }
 
 impl Default for LogConfig {
@@ -110,6 +153,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
+            compression_type: CompressionType::Producer,
         }
     }
 }

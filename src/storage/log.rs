@@ -341,6 +341,10 @@ impl PartitionLog {
         if self.config.cleanup_policy.compact {
             batch::check_keys(&records)?;
         }
+        let records = match self.config.compression_type.codec() {
+            Some(codec) => batch::recompress(records, codec)?,
+            None => records,
+        };
         let mut assigned = batch::assign_offsets(
             records,
             self.log_end_offset(),
