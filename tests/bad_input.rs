@@ -644,22 +644,10 @@ fn crafted_batch(codec: i16, payload: &[u8]) -> Bytes {
 /// vendored kafka-protocol stops any codec at 64 MiB per batch).
 #[test]
 fn compressed_bomb_in_a_timestamp_lookup_is_bounded() {
-    use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::*;
     let dir = tempfile::tempdir().unwrap();
     let mut broker = start_broker(dir.path());
-    let created: CreateTopicsResponse = call(
-        &broker.bootstrap,
-        ApiKey::CreateTopics,
-        4,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(vec![CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("bomb")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-    );
-    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(create_one_partition_topic(&broker, "bomb"), 0);
     let batch = crafted_batch(4, &zstd_zero_bomb(8 * 1024)); // 1 GiB of zeros
     let produced: ProduceResponse = call(
         &broker.bootstrap,
@@ -705,6 +693,24 @@ fn compressed_bomb_in_a_timestamp_lookup_is_bounded() {
         hwm_after < hwm_before + 256 * 1024,
         "a timestamp lookup inflated the broker from {hwm_before} to {hwm_after} KiB"
     );
+}
+
+/// CreateTopics v4 of `topic` with one partition; its error code.
+fn create_one_partition_topic(broker: &BrokerProcess, topic: &'static str) -> i16 {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::*;
+    let created: CreateTopicsResponse = call(
+        &broker.bootstrap,
+        ApiKey::CreateTopics,
+        4,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str(topic)))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+    );
+    created.topics[0].error_code
 }
 
 /// `mib` MiB of zeros as a gzip stream of about 1 KiB per MiB: one MiB
@@ -779,23 +785,7 @@ fn produce_v2(broker: &BrokerProcess, topic: &'static str, records: Bytes) -> i1
 fn legacy_wrapper_bombs_are_refused_without_inflating() {
     let dir = tempfile::tempdir().unwrap();
     let mut broker = start_broker(dir.path());
-    let producer_topic_created = {
-        use kafka_protocol::messages::create_topics_request::CreatableTopic;
-        use kafka_protocol::messages::*;
-        let created: CreateTopicsResponse = call(
-            &broker.bootstrap,
-            ApiKey::CreateTopics,
-            4,
-            &CreateTopicsRequest::default()
-                .with_timeout_ms(30_000)
-                .with_topics(vec![CreatableTopic::default()
-                    .with_name(TopicName(StrBytes::from_static_str("legacy-bomb")))
-                    .with_num_partitions(1)
-                    .with_replication_factor(1)]),
-        );
-        created.topics[0].error_code
-    };
-    assert_eq!(producer_topic_created, 0);
+    assert_eq!(create_one_partition_topic(&broker, "legacy-bomb"), 0);
     let (hwm_before, _) = broker.memory_kib();
 
     let gzip = gzip_zero_bomb(512);

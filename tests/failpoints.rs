@@ -362,6 +362,21 @@ impl Drop for Unmount {
     }
 }
 
+/// Two log dirs, the second a 4 MiB tmpfs (unmounted when the guard
+/// drops), and the `log.dirs` override naming both.
+fn big_and_small_log_dirs() -> (tempfile::TempDir, tempfile::TempDir, Unmount, String) {
+    let big = tempfile::tempdir().unwrap();
+    let small = tempfile::tempdir().unwrap();
+    mount_tmpfs(small.path(), "4m");
+    let unmount = Unmount(small.path().to_path_buf());
+    let dirs = format!(
+        "log.dirs={},{}",
+        big.path().display(),
+        small.path().display()
+    );
+    (big, small, unmount, dirs)
+}
+
 /// Two log dirs, the second a 4 MiB tmpfs. A 2-partition topic gets one
 /// partition on each. Filling the small dir makes its partition answer
 /// KAFKA_STORAGE_ERROR while the other partition keeps taking writes;
@@ -369,15 +384,7 @@ impl Drop for Unmount {
 /// interval, without a restart, with every acknowledged record readable.
 #[test]
 fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
-    let big = tempfile::tempdir().unwrap();
-    let small = tempfile::tempdir().unwrap();
-    mount_tmpfs(small.path(), "4m");
-    let _unmount = Unmount(small.path().to_path_buf());
-    let dirs = format!(
-        "log.dirs={},{}",
-        big.path().display(),
-        small.path().display()
-    );
+    let (big, small, _unmount, dirs) = big_and_small_log_dirs();
     let mut broker =
         BrokerProcess::start_with_env(big.path(), &[&dirs, "log.segment.bytes=1048576"], &[]);
     assert_eq!(
@@ -453,15 +460,7 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
 /// raised log start offset.
 #[test]
 fn retention_frees_a_disk_its_offline_partition_filled() {
-    let big = tempfile::tempdir().unwrap();
-    let small = tempfile::tempdir().unwrap();
-    mount_tmpfs(small.path(), "4m");
-    let _unmount = Unmount(small.path().to_path_buf());
-    let dirs = format!(
-        "log.dirs={},{}",
-        big.path().display(),
-        small.path().display()
-    );
+    let (big, small, _unmount, dirs) = big_and_small_log_dirs();
     let mut broker = BrokerProcess::start_with_env(
         big.path(),
         &[

@@ -521,7 +521,6 @@ fn a_stalled_follower_leaves_the_isr_and_rejoins() {
 #[test]
 fn committed_offsets_survive_the_coordinators_death() {
     use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
-    use rdkafka::consumer::CommitMode;
     let topic = "consumed";
     let group = "survivors";
     let mut cluster = replicated_cluster(&["offsets.topic.replication.factor=3"]);
@@ -536,24 +535,7 @@ fn committed_offsets_survive_the_coordinators_death() {
             );
         }
     }
-    let consumer: BaseConsumer = client_config(&cluster.bootstrap(0))
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    assignment
-        .add_partition_offset(topic, 0, rdkafka::Offset::Offset(3))
-        .unwrap();
-    assignment
-        .add_partition_offset(topic, 1, rdkafka::Offset::Offset(4))
-        .unwrap();
-    let mut committed = false;
-    wait_until("a commit", Duration::from_secs(60), || {
-        committed = consumer.commit(&assignment, CommitMode::Sync).is_ok();
-        committed
-    });
-    drop(consumer);
+    commit_offsets(&cluster, group, topic, &[(0, 3), (1, 4)]);
     let coordinator = {
         let response: FindCoordinatorResponse = raw_request(
             &cluster.bootstrap(0),
@@ -796,6 +778,26 @@ fn a_panicking_replica_fetcher_restarts_and_catches_up() {
     assert_replicas_converge(&mut cluster, topic, 3);
 }
 
+/// Commits `offsets` ((partition, offset)) of `topic` for `group` through
+/// broker 0, retrying (bounded) while the coordinator loads.
+fn commit_offsets(cluster: &Cluster, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    use rdkafka::consumer::CommitMode;
+    let consumer: BaseConsumer = client_config(&cluster.bootstrap(0))
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    for &(partition, offset) in offsets {
+        assignment
+            .add_partition_offset(topic, partition, rdkafka::Offset::Offset(offset))
+            .unwrap();
+    }
+    wait_until("a commit", Duration::from_secs(60), || {
+        consumer.commit(&assignment, CommitMode::Sync).is_ok()
+    });
+}
+
 /// Sends ControlledShutdown v3 for `broker` to `to`; the answer's error
 /// code and its remaining partitions.
 fn controlled_shutdown(to: &str, broker: i32, broker_epoch: i64) -> (i16, Vec<(String, i32)>) {
@@ -1032,25 +1034,12 @@ fn a_coordinator_that_loses_its_leadership_hands_its_groups_over() {
         FindCoordinatorRequest, FindCoordinatorResponse, GroupId, OffsetFetchRequest,
         OffsetFetchResponse, TopicName,
     };
-    use rdkafka::consumer::CommitMode;
     let topic = "handed-over";
     let group = "moving";
     let mut cluster = replicated_cluster(&["offsets.topic.replication.factor=3"]);
     create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
     wait_for_full_isr(&mut cluster, topic);
-    let consumer: BaseConsumer = client_config(&cluster.bootstrap(0))
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    assignment
-        .add_partition_offset(topic, 0, rdkafka::Offset::Offset(7))
-        .unwrap();
-    wait_until("a commit", Duration::from_secs(60), || {
-        consumer.commit(&assignment, CommitMode::Sync).is_ok()
-    });
-    drop(consumer);
+    commit_offsets(&cluster, group, topic, &[(0, 7)]);
     let coordinator_seen_by = |asked: i32| {
         let response: FindCoordinatorResponse = raw_request(
             &cluster.bootstrap(asked),
