@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::produce::ProduceOrder;
 use crate::api::{self, BrokerContext, RequestOrigin};
-use crate::net::{read_frame, write_frame, FrameError};
+use crate::net::{read_request_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, ResponseFrame};
 use kafka_protocol::messages::ApiKey;
 
@@ -92,7 +92,8 @@ async fn read_requests(
 ) {
     let produce_order = ProduceOrder::default();
     loop {
-        let frame = match tokio::time::timeout(idle, read_frame(&mut reader, max_frame)).await {
+        let read = read_request_frame(&mut reader, max_frame, broker.request_memory.as_ref());
+        let frame = match tokio::time::timeout(idle, read).await {
             Err(_) => {
                 log::debug!("closing idle connection from {peer}");
                 return;
@@ -102,7 +103,7 @@ async fn read_requests(
                 log::warn!("closing connection from {peer}: {e}");
                 return;
             }
-            Ok(Ok(frame)) => frame.freeze(),
+            Ok(Ok(frame)) => frame,
         };
         let pending: PendingResponse = match protocol::decode_request(frame) {
             Ok(request) => {

@@ -253,6 +253,11 @@ impl BrokerBuilder {
                 store.clone(),
                 config.broker_id.max(0),
             )),
+            request_memory: (config.queued_max_request_bytes > 0).then(|| {
+                let bytes = (config.queued_max_request_bytes as u64)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS as u64);
+                Arc::new(tokio::sync::Semaphore::new(bytes as usize))
+            }),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -34,6 +34,7 @@ pub const BROKER_CONFIG_KEYS: &[&str] = &[
     "num.network.threads",
     "num.io.threads",
     "queued.max.requests",
+    "queued.max.request.bytes",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "socket.request.max.bytes",
@@ -232,6 +233,9 @@ pub struct BrokerConfig {
     pub num_network_threads: usize,
     pub num_io_threads: usize,
     pub queued_max_requests: usize,
+    /// Request bytes read and not yet released, broker-wide, before no more
+    /// requests are read; -1: unbounded (Kafka's default).
+    pub queued_max_request_bytes: i64,
     /// -1 leaves the OS default.
     pub socket_send_buffer_bytes: i32,
     /// -1 leaves the OS default.
@@ -351,6 +355,7 @@ impl Default for BrokerConfig {
             num_network_threads: 3,
             num_io_threads: 8,
             queued_max_requests: 500,
+            queued_max_request_bytes: -1,
             socket_send_buffer_bytes: 100 * 1024,
             socket_receive_buffer_bytes: 100 * 1024,
             socket_request_max_bytes: 100 * 1024 * 1024,
@@ -642,6 +647,12 @@ impl BrokerConfig {
             num_network_threads: p.int("num.network.threads", Int, 1, d.num_network_threads)?,
             num_io_threads: p.int("num.io.threads", Int, 1, d.num_io_threads)?,
             queued_max_requests: p.int("queued.max.requests", Int, 1, d.queued_max_requests)?,
+            queued_max_request_bytes: p.int(
+                "queued.max.request.bytes",
+                Long,
+                -1,
+                d.queued_max_request_bytes,
+            )?,
             socket_send_buffer_bytes: p.int(
                 "socket.send.buffer.bytes",
                 Int,
@@ -977,6 +988,19 @@ impl BrokerConfig {
     }
 
     fn validate_combinations(&self) -> Result<(), ConfigError> {
+        // Kafka's rule: a request as large as allowed must fit in the pool.
+        if self.queued_max_request_bytes > 0
+            && (self.queued_max_request_bytes as u64) < self.socket_request_max_bytes
+        {
+            return Err(invalid(
+                "queued.max.request.bytes",
+                &self.queued_max_request_bytes.to_string(),
+                format!(
+                    "must be -1 or at least socket.request.max.bytes ({})",
+                    self.socket_request_max_bytes
+                ),
+            ));
+        }
         // Kafka refuses this too: a follower whose fetch may legitimately wait
         // longer than the lag limit would keep dropping out of the ISR.
         if self.replica_fetch_wait_max_ms > self.replica_lag_time_max_ms {
@@ -2079,6 +2103,17 @@ mod tests {
     /// Cross-key constraints Kafka enforces at startup are enforced here too.
     #[test]
     fn combinations() {
+        assert_invalid(
+            parse_err("queued.max.request.bytes=1000"),
+            "queued.max.request.bytes",
+            "socket.request.max.bytes",
+        );
+        assert_eq!(
+            parse("queued.max.request.bytes=104857600")
+                .0
+                .queued_max_request_bytes,
+            104_857_600
+        );
         assert_invalid(
             parse_err("replica.fetch.wait.max.ms=40000"),
             "replica.fetch.wait.max.ms",

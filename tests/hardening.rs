@@ -1499,3 +1499,59 @@ fn compression_type_recompresses_stored_batches() {
         assert_eq!(seen, expected, "{topic}: every record, in order");
     }
 }
+
+/// `queued.max.request.bytes` bounds the request bytes read and not yet
+/// released, across connections, as Kafka's memory pool does: with it and
+/// `socket.request.max.bytes` at 100,000, a connection that declares a
+/// 90,000-byte request and sends only part of it holds 90,000 of them, so
+/// another connection's 20 kB request is not read until the first one
+/// goes; then it is answered. (Item 10.)
+#[test]
+fn queued_max_request_bytes_bounds_requests_read_broker_wide() {
+    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader};
+    use kafka_protocol::protocol::StrBytes;
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "socket.request.max.bytes=100000",
+            "queued.max.request.bytes=100000",
+        ],
+    );
+    let mut hog = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    hog.write_all(&90_000i32.to_be_bytes()).unwrap();
+    hog.write_all(&[0u8; 10]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::ApiVersions as i16)
+        .with_request_api_version(0)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_string("c".repeat(20_000))));
+    let request = ferrolog::protocol::encode_request(
+        &header,
+        ApiKey::ApiVersions,
+        &ApiVersionsRequest::default(),
+    )
+    .unwrap();
+    let mut other = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    other.write_all(&request).unwrap();
+    other
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let mut prefix = [0u8; 4];
+    let waited = other.read_exact(&mut prefix);
+    assert!(
+        waited.is_err(),
+        "the second request was answered while the pool was spent"
+    );
+    drop(hog);
+    other
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    other
+        .read_exact(&mut prefix)
+        .expect("answered once the first connection went");
+    assert!(i32::from_be_bytes(prefix) > 0);
+}

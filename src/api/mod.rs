@@ -70,6 +70,9 @@ pub struct BrokerContext {
     pub store: std::sync::Arc<dyn crate::metadata::MetadataStore>,
     /// Producer ids for InitProducerId.
     pub producer_ids: std::sync::Arc<crate::producer_ids::ProducerIdManager>,
+    /// `queued.max.request.bytes` as a pool every connection reads request
+    /// frames against; `None`: unbounded.
+    pub request_memory: Option<std::sync::Arc<tokio::sync::Semaphore>>,
 }
 
 impl BrokerContext {

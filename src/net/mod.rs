@@ -12,7 +12,7 @@ pub mod client;
 use std::io;
 use std::os::unix::io::AsRawFd;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 
@@ -40,6 +40,16 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_bytes: usize,
 ) -> Result<BytesMut, FrameError> {
+    let length = read_length(reader, max_bytes).await?;
+    read_body(reader, length).await
+}
+
+/// A frame's length prefix, checked against `max_bytes` before anything
+/// is allocated.
+async fn read_length<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_bytes: usize,
+) -> Result<usize, FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -57,6 +67,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             max: max_bytes,
         });
     }
+    Ok(length)
+}
+
+/// A frame body of `length` bytes; memory grows only with the bytes that
+/// arrive.
+async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    length: usize,
+) -> Result<BytesMut, FrameError> {
     let mut frame = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
     while frame.len() < length {
         let want = (length - frame.len()).min(READ_CHUNK_BYTES);
@@ -73,6 +92,49 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         }
     }
     Ok(frame)
+}
+
+/// The memory of one request frame, holding its share of
+/// `queued.max.request.bytes` until every slice of it (decoded fields,
+/// record batches on their way to the log) is dropped.
+struct PooledFrame {
+    bytes: BytesMut,
+    _share: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for PooledFrame {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Read one request frame, as `read_frame`; with a `pool`
+/// (`queued.max.request.bytes`), the frame's length is taken from it
+/// before its body is read (waiting while the pool is spent, so overload
+/// stops reading instead of growing memory, as Kafka's memory pool does),
+/// and given back when the last slice of the frame is dropped.
+pub async fn read_request_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_bytes: usize,
+    pool: Option<&std::sync::Arc<tokio::sync::Semaphore>>,
+) -> Result<Bytes, FrameError> {
+    let Some(pool) = pool else {
+        return Ok(read_frame(reader, max_bytes).await?.freeze());
+    };
+    let length = read_length(reader, max_bytes).await?;
+    // `max_bytes` (an i32 setting) keeps this within u32, and the pool is
+    // at least `max_bytes` (checked at start-up), so the wait ends.
+    let wanted = u32::try_from(length).unwrap_or(u32::MAX);
+    let share = pool
+        .clone()
+        .acquire_many_owned(wanted)
+        .await
+        .map_err(|_| FrameError::Closed)?;
+    let bytes = read_body(reader, length).await?;
+    Ok(Bytes::from_owner(PooledFrame {
+        bytes,
+        _share: share,
+    }))
 }
 
 /// Write a whole response frame: bytes with `write_all`, file regions with
