@@ -1555,3 +1555,78 @@ fn queued_max_request_bytes_bounds_requests_read_broker_wide() {
         .expect("answered once the first connection went");
     assert!(i32::from_be_bytes(prefix) > 0);
 }
+
+/// What a group keeps from a JoinGroup (a member's protocol metadata) is
+/// copied out of the request frame, so membership does not pin the frame
+/// and its `queued.max.request.bytes` share: after a member joins with 60
+/// kB of metadata, another connection's 60 kB request is still read.
+#[test]
+fn group_membership_does_not_hold_request_memory() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{
+        ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, JoinGroupRequest,
+        JoinGroupResponse, MetadataRequest, MetadataResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "socket.request.max.bytes=100000",
+            "queued.max.request.bytes=100000",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+    );
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("pinned")))
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::from(vec![7u8; 60_000]))]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let _: FindCoordinatorResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::FindCoordinator,
+            1,
+            &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("pinned")),
+            Duration::from_secs(30),
+        );
+        let joined: JoinGroupResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::JoinGroup,
+            3,
+            &join,
+            Duration::from_secs(30),
+        );
+        if joined.error_code == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "JoinGroup: error {}",
+            joined.error_code
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // One ~60 kB frame: 300 unknown topic names of 200 characters.
+    let topics = (0..300)
+        .map(|i| {
+            MetadataRequestTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_string(format!("{i:0>200}")))))
+        })
+        .collect();
+    let answered: MetadataResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::Metadata,
+        4,
+        &MetadataRequest::default()
+            .with_topics(Some(topics))
+            .with_allow_auto_topic_creation(false),
+        Duration::from_secs(10),
+    );
+    assert_eq!(answered.topics.len(), 300);
+}

@@ -1,6 +1,7 @@
 //! JoinGroup (key 11), v0-7: join or rejoin a consumer group. The answer
 //! comes when the group's rebalance completes (the group actor parks it).
 
+use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -33,7 +34,9 @@ pub async fn handle(
         protocols: request
             .protocols
             .iter()
-            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            // Copied: the group keeps it, and a slice would pin the whole
+            // request frame (and its `queued.max.request.bytes` share).
+            .map(|p| (p.name.to_string(), Bytes::copy_from_slice(&p.metadata)))
             .collect(),
         require_known_member_id: version >= 4,
     };

@@ -1,6 +1,7 @@
 //! SyncGroup (key 14), v0-5: the leader hands out the assignment; every
 //! member receives its own.
 
+use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -19,7 +20,13 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
         assignments: request
             .assignments
             .iter()
-            .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+            // Copied: the group keeps it (see join_group).
+            .map(|a| {
+                (
+                    a.member_id.to_string(),
+                    Bytes::copy_from_slice(&a.assignment),
+                )
+            })
             .collect(),
     };
     if let Err(e) = require_group_id(&request.group_id.0) {
