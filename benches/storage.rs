@@ -137,6 +137,25 @@ fn raw_read_files(files: &[PathBuf], buf: &mut [u8]) -> u64 {
     total
 }
 
+/// A benchmark group of flat sampling: `samples` samples over
+/// `measure_secs` s after a 1 s warm-up, reported as `bytes` per iteration.
+fn flat_group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    samples: usize,
+    measure_secs: u64,
+    bytes: u64,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(samples)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(measure_secs))
+        .throughput(Throughput::Bytes(bytes));
+    group
+}
+
 fn bench_append(c: &mut Criterion) {
     let batch = batch_16k();
     let batches = APPEND_BYTES / batch.len();
@@ -146,13 +165,7 @@ fn bench_append(c: &mut Criterion) {
         batch.len()
     );
     let base = scratch_dir();
-    let mut group = c.benchmark_group("append");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(15)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .throughput(Throughput::Bytes(total));
+    let mut group = flat_group(c, "append", 15, 4, total);
 
     let mut n = 0u64;
     group.bench_function("ferrolog_append", |b| {
@@ -238,13 +251,7 @@ fn bench_read(c: &mut Criterion) {
     assert_eq!(fs::metadata(&log_path).expect("stat").len(), size);
     eprintln!("read: log of {size} bytes at {}", log_path.display());
 
-    let mut group = c.benchmark_group("read");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(15)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .throughput(Throughput::Bytes(size));
+    let mut group = flat_group(c, "read", 15, 3, size);
 
     let mut buf = vec![0u8; READ_CHUNK];
     group.bench_function("ferrolog_read", |b| {
@@ -323,13 +330,7 @@ fn bench_recovery(c: &mut Criterion) {
     let files = log_files(&log_dir);
     assert_eq!(files.len(), segments);
 
-    let mut group = c.benchmark_group("recovery");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
-        .throughput(Throughput::Bytes(size));
+    let mut group = flat_group(c, "recovery", 10, 5, size);
 
     let options = LoadOptions::default();
     group.bench_function("ferrolog_recovery", |b| {
@@ -398,13 +399,7 @@ fn bench_cleaner(c: &mut Criterion) {
             .filter(|p| p.to_string_lossy().ends_with(".cleaned"))
             .collect()
     };
-    let mut group = c.benchmark_group("cleaner");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
-        .throughput(Throughput::Bytes(size));
+    let mut group = flat_group(c, "cleaner", 10, 5, size);
     group.bench_function("ferrolog_clean", |b| {
         b.iter_custom(|iters| {
             let mut elapsed = Duration::ZERO;

@@ -649,22 +649,7 @@ fn compressed_bomb_in_a_timestamp_lookup_is_bounded() {
     let mut broker = start_broker(dir.path());
     assert_eq!(create_one_partition_topic(&broker, "bomb"), 0);
     let batch = crafted_batch(4, &zstd_zero_bomb(8 * 1024)); // 1 GiB of zeros
-    let produced: ProduceResponse = call(
-        &broker.bootstrap,
-        ApiKey::Produce,
-        7,
-        &ProduceRequest::default()
-            .with_acks(1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![produce_request::TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_static_str("bomb")))
-                .with_partition_data(vec![
-                    produce_request::PartitionProduceData::default()
-                        .with_index(0)
-                        .with_records(Some(batch)),
-                ])]),
-    );
-    let produced_error = produced.responses[0].partition_responses[0].error_code;
+    let produced_error = common::produce_records(&broker.bootstrap, "bomb", 0, batch, 1).error_code;
     let (hwm_before, _) = broker.memory_kib();
     let listed: ListOffsetsResponse = call(
         &broker.bootstrap,
@@ -753,25 +738,10 @@ fn legacy_wrapper(codec: u8, value: &[u8]) -> Bytes {
     Bytes::from(entry)
 }
 
-/// Produce v2 of `records` to `topic`-0; the partition's error code.
-fn produce_v2(broker: &BrokerProcess, topic: &'static str, records: Bytes) -> i16 {
-    use kafka_protocol::messages::*;
-    let produced: ProduceResponse = call(
-        &broker.bootstrap,
-        ApiKey::Produce,
-        2,
-        &ProduceRequest::default()
-            .with_acks(1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![produce_request::TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_static_str(topic)))
-                .with_partition_data(vec![
-                    produce_request::PartitionProduceData::default()
-                        .with_index(0)
-                        .with_records(Some(records)),
-                ])]),
-    );
-    produced.responses[0].partition_responses[0].error_code
+/// Produce v2 (legacy message sets allowed) of `records` to `topic`-0;
+/// the partition's error code.
+fn produce_v2(broker: &BrokerProcess, topic: &str, records: Bytes) -> i16 {
+    common::produce_records_at(2, &broker.bootstrap, topic, 0, records, 1).error_code
 }
 
 /// Legacy compressed wrappers are opened on the produce path (their inner

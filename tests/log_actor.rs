@@ -34,6 +34,17 @@ async fn default_log_actor(dir: &Path) -> actix::Addr<LogActor> {
         .0
 }
 
+/// Creates `tp`'s log with `config` through the log actor.
+async fn create_log(log: &actix::Addr<LogActor>, tp: &TopicPartition, config: LogConfig) {
+    log.send(CreateLog {
+        tp: tp.clone(),
+        config,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+}
+
 fn run<F: std::future::Future<Output = ()>>(f: F) {
     actix_rt::System::new().block_on(f);
 }
@@ -52,13 +63,7 @@ fn concurrent_appends_keep_per_partition_order() {
         assert!(loaded.is_empty());
         let tps: Vec<TopicPartition> = (0..6).map(|p| TopicPartition::new("orders", p)).collect();
         for tp in &tps {
-            log.send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            create_log(&log, tp, LogConfig::default()).await;
         }
         let batch = batch_v2(4, 100, Compression::None);
         let mut sends = Vec::new();
@@ -113,13 +118,7 @@ fn placement_and_clean_restart() {
             .unwrap();
         for p in 0..4 {
             let tp = TopicPartition::new("t", p);
-            log.send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            create_log(&log, &tp, LogConfig::default()).await;
             for _ in 0..=p {
                 log.send(Append {
                     tp: tp.clone(),
@@ -191,13 +190,7 @@ fn retention_by_time_on_a_manual_clock() {
         .await
         .unwrap();
         let tp = TopicPartition::new("events", 0);
-        log.send(CreateLog {
-            tp: tp.clone(),
-            config,
-        })
-        .await
-        .unwrap()
-        .unwrap();
+        create_log(&log, &tp, config).await;
         for i in 0..10 {
             let batch = batch_v2_at(4, 200, 1_000_000 + i * 1000);
             log.send(Append {
@@ -259,13 +252,7 @@ fn a_failing_partition_goes_offline_alone() {
         let doomed = TopicPartition::new("doomed", 0);
         let healthy = TopicPartition::new("healthy", 0);
         for tp in [&doomed, &healthy] {
-            log.send(CreateLog {
-                tp: tp.clone(),
-                config: LogConfig::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            create_log(&log, tp, LogConfig::default()).await;
             log.send(Append {
                 tp: tp.clone(),
                 records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
@@ -314,13 +301,7 @@ fn a_roll_is_flushed_off_the_shard_thread() {
     run(async {
         let log = default_log_actor(dir.path()).await;
         let tp = TopicPartition::new("rolling", 0);
-        log.send(CreateLog {
-            tp: tp.clone(),
-            config: LogConfig::default(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+        create_log(&log, &tp, LogConfig::default()).await;
         for _ in 0..4 {
             log.send(Append {
                 tp: tp.clone(),

@@ -389,8 +389,9 @@ fn partitions_to_rebalance(
     eligible: impl Fn(i32) -> bool,
     percentage: u32,
 ) -> Vec<TopicPartition> {
-    // Per preferred replica: its partitions, and those led by another broker.
-    let mut by_preferred: BTreeMap<i32, (usize, Vec<TopicPartition>)> = BTreeMap::new();
+    // Per preferred replica: its partitions, and those led by another broker
+    // (with whether the preferred replica is in their ISR).
+    let mut by_preferred: BTreeMap<i32, (usize, Vec<(TopicPartition, bool)>)> = BTreeMap::new();
     for topic in topics {
         for (&index, p) in &topic.partitions {
             let Some(&preferred) = p.replicas.first() else {
@@ -400,7 +401,8 @@ fn partitions_to_rebalance(
             *count += 1;
             // Offline (-1) and deleted partitions are not the rebalance's.
             if p.leader >= 0 && p.leader != preferred {
-                elsewhere.push(TopicPartition::new(topic.name.clone(), index));
+                let in_sync = p.isr.contains(&preferred);
+                elsewhere.push((TopicPartition::new(topic.name.clone(), index), in_sync));
             }
         }
     }
@@ -415,13 +417,11 @@ fn partitions_to_rebalance(
              are led elsewhere",
             elsewhere.len()
         );
-        wanted.extend(elsewhere.into_iter().filter(|tp| {
-            topics
-                .iter()
-                .find(|t| t.name == tp.topic)
-                .and_then(|t| t.partitions.get(&tp.partition))
-                .is_some_and(|p| p.isr.contains(&preferred))
-        }));
+        wanted.extend(
+            elsewhere
+                .into_iter()
+                .filter_map(|(tp, in_sync)| in_sync.then_some(tp)),
+        );
     }
     wanted
 }

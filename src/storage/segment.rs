@@ -126,11 +126,12 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Segment, LogError> {
-        Self::create_named(dir, base_offset, config, now_ms, "")
+        Self::create_with_suffix(dir, base_offset, config, now_ms, "")
     }
 
     /// A new segment whose files carry `suffix` (`00..0.log.cleaned`): the
-    /// cleaner writes one, the log renames its files into place.
+    /// cleaner writes one, the log renames its files into place. An empty
+    /// suffix is a plain segment.
     pub fn create_with_suffix(
         dir: &Path,
         base_offset: i64,
@@ -138,16 +139,11 @@ impl Segment {
         now_ms: i64,
         suffix: &str,
     ) -> Result<Segment, LogError> {
-        Self::create_named(dir, base_offset, config, now_ms, &format!(".{suffix}"))
-    }
-
-    fn create_named(
-        dir: &Path,
-        base_offset: i64,
-        config: &LogConfig,
-        now_ms: i64,
-        suffix: &str,
-    ) -> Result<Segment, LogError> {
+        let suffix = if suffix.is_empty() {
+            String::new()
+        } else {
+            format!(".{suffix}")
+        };
         let log_path = file_path(dir, base_offset, &format!("log{suffix}"));
         let log = OpenOptions::new()
             .read(true)

@@ -344,6 +344,18 @@ pub fn produce_records(
     records: bytes::Bytes,
     acks: i16,
 ) -> kafka_protocol::messages::produce_response::PartitionProduceResponse {
+    produce_records_at(7, bootstrap, topic, partition, records, acks)
+}
+
+/// `produce_records` as Produce `version` (v0-2 carry legacy message sets).
+pub fn produce_records_at(
+    version: i16,
+    bootstrap: &str,
+    topic: &str,
+    partition: i32,
+    records: bytes::Bytes,
+    acks: i16,
+) -> kafka_protocol::messages::produce_response::PartitionProduceResponse {
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
     use kafka_protocol::protocol::StrBytes;
@@ -358,7 +370,7 @@ pub fn produce_records(
     let response: ProduceResponse = raw_request(
         bootstrap,
         ApiKey::Produce,
-        7,
+        version,
         &request,
         Duration::from_secs(30),
     );
