@@ -72,6 +72,13 @@ impl Actor for Acceptor {
                         continue;
                     }
                 };
+                if let Err(e) = crate::net::set_socket_buffers(
+                    &std_stream,
+                    broker.config.socket_send_buffer_bytes,
+                    broker.config.socket_receive_buffer_bytes,
+                ) {
+                    log::warn!("cannot size the socket buffers of {peer}: {e}");
+                }
                 open.fetch_add(1, Ordering::SeqCst);
                 start_connection(
                     &arbiters,

@@ -11,9 +11,11 @@ pub enum ConfigKind {
     Boolean = 1,
     String = 2,
     Int = 3,
+    Short = 4,
     Long = 5,
     Double = 6,
     List = 7,
+    Class = 8,
 }
 
 /// One topic config key.
@@ -304,6 +306,7 @@ pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), Stri
         ConfigKind::Boolean => {
             value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false")
         }
+        ConfigKind::Short => value.parse::<i16>().is_ok(),
         ConfigKind::Int => value.parse::<i32>().is_ok(),
         ConfigKind::Long => value.parse::<i64>().is_ok(),
         ConfigKind::Double => value.parse::<f64>().is_ok_and(f64::is_finite),
@@ -311,7 +314,7 @@ pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), Stri
         ConfigKind::String if def.name == "compression.type" => {
             COMPRESSION_TYPES.contains(&value.to_ascii_lowercase().as_str())
         }
-        ConfigKind::String => true,
+        ConfigKind::String | ConfigKind::Class => true,
     };
     if ok {
         Ok(())

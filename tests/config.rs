@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrolog::config::{
-    apply_topic_overrides, BrokerConfig, ConfigError, Listener, BROKER_CONFIG_KEYS,
-};
+use ferrolog::config::{apply_topic_overrides, BrokerConfig, ConfigError, Listener, BROKER_KEYS};
 use ferrolog::storage::config::LogConfig;
 
 fn shipped_path() -> PathBuf {
@@ -73,9 +71,9 @@ fn shipped_file_lists_every_key() {
         .map(|line| line.trim_start_matches('#'))
         .filter_map(|line| line.split_once('=').map(|(key, _)| key.trim()))
         .collect();
-    for key in BROKER_CONFIG_KEYS {
+    for key in BROKER_KEYS.iter().map(|def| def.name) {
         assert!(
-            mentioned.contains(key),
+            mentioned.contains(&key),
             "{key} missing from server.properties"
         );
     }
@@ -231,4 +229,69 @@ fn readme_lists_every_unhonoured_topic_key() {
             );
         }
     }
+}
+
+/// Every broker key that is accepted but not honoured is named in the README.
+#[test]
+fn readme_lists_every_unhonoured_broker_key() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    for def in BROKER_KEYS.iter().filter(|def| def.ignored.is_some()) {
+        assert!(
+            readme.contains(&format!("`{}`", def.name)),
+            "{} is accepted but not honoured: list it in the README",
+            def.name
+        );
+    }
+}
+
+/// Kafka 3.9's own `config/server.properties` (ZooKeeper mode) loads with
+/// no unknown key: each key it sets is honoured, or said at start-up to be
+/// accepted but not honoured.
+#[test]
+fn kafkas_stock_server_properties_loads() {
+    let stock = "\
+broker.id=0
+#listeners=PLAINTEXT://:9092
+#advertised.listeners=PLAINTEXT://your.host.name:9092
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kafka-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+#log.flush.interval.messages=10000
+#log.flush.interval.ms=1000
+log.retention.hours=168
+#log.retention.bytes=1073741824
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+zookeeper.connect=localhost:2181
+zookeeper.connection.timeout.ms=18000
+group.initial.rebalance.delay.ms=0
+";
+    let (config, warnings) = BrokerConfig::from_properties(stock, &[]).expect("stock file parses");
+    assert_eq!(config.zookeeper_connect.as_deref(), Some("localhost:2181"));
+    assert_eq!(config.group_initial_rebalance_delay_ms, 0);
+    let mut warned: Vec<&str> = warnings
+        .iter()
+        .map(|w| {
+            assert!(w.message.contains("accepted but not honoured"), "{w}");
+            w.key.as_str()
+        })
+        .collect();
+    warned.sort_unstable();
+    assert_eq!(
+        warned,
+        [
+            "num.recovery.threads.per.data.dir",
+            "transaction.state.log.min.isr",
+            "transaction.state.log.replication.factor"
+        ]
+    );
 }

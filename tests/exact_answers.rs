@@ -335,6 +335,7 @@ fn describe_configs_answers_sources_types_and_synonyms() {
             version,
             &DescribeConfigsRequest::default()
                 .with_include_synonyms(version >= 1)
+                .with_include_documentation(version >= 3)
                 .with_resources(vec![DescribeConfigsResource::default()
                     .with_resource_type(resource_type)
                     .with_resource_name(StrBytes::from_string(name.to_string()))
@@ -455,6 +456,59 @@ fn describe_configs_answers_sources_types_and_synonyms() {
             segment.read_only
         ),
         (STATIC_BROKER, INT, true)
+    );
+    // Every key of the broker's table is described, from the same table:
+    // its value (null for an unset key without a default), its source, its
+    // documentation, and Kafka's default as the last synonym.
+    let broker_entry = |name: &str| {
+        broker_configs.results[0]
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap_or_else(|| panic!("broker key {name} is not described"))
+    };
+    for def in ferrolog::config::BROKER_KEYS {
+        let described = broker_entry(def.name);
+        assert_eq!(described.config_type, def.kind as i8, "{}", def.name);
+        assert!(
+            described
+                .documentation
+                .as_ref()
+                .is_some_and(|d| !d.is_empty()),
+            "{} has no documentation",
+            def.name
+        );
+    }
+    // Set neither by the shipped file nor by the test.
+    let fetch_max = broker_entry("replica.fetch.max.bytes");
+    assert!(fetch_max.read_only);
+    let unset = broker_entry("log.cleaner.threads");
+    assert_eq!(
+        (
+            unset.value.as_ref().map(|v| v.to_string()),
+            unset.config_source
+        ),
+        (Some("1".to_string()), DEFAULT)
+    );
+    assert_eq!(
+        broker_entry("log.segment.bytes")
+            .synonyms
+            .iter()
+            .map(|s| (s.value.as_ref().map(|v| v.to_string()), s.source))
+            .collect::<Vec<_>>(),
+        vec![
+            (Some("1048576".to_string()), STATIC_BROKER),
+            (Some("1073741824".to_string()), DEFAULT)
+        ]
+    );
+    assert_eq!(broker_entry("zookeeper.connect").value, None);
+    assert_eq!(
+        broker_entry("log.cleaner.min.cleanable.ratio")
+            .value
+            .as_ref()
+            .map(|v| v.to_string())
+            .as_deref(),
+        Some("0.5")
     );
 
     // Unhonoured keys alter like any other; unknown keys and bad values do

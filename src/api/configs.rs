@@ -20,9 +20,9 @@ use kafka_protocol::protocol::StrBytes;
 use super::BrokerContext;
 use crate::actors::controller::{AlterTopicConfigs, TopicError};
 use crate::cluster::TopicMetadata;
-use crate::config::BrokerConfig;
+use crate::config::{java_double, BrokerConfig, BROKER_KEYS};
 use crate::storage::{LogConfig, TimestampType};
-use crate::topic_config::{ConfigKind, TOPIC_CONFIGS};
+use crate::topic_config::TOPIC_CONFIGS;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -35,10 +35,15 @@ const SOURCE_DEFAULT: i8 = 5;
 #[derive(Debug, Clone)]
 pub struct ConfigEntry {
     pub name: String,
-    pub value: String,
+    /// `None` is Kafka's null (an unset key without a default).
+    pub value: Option<String>,
     pub source: i8,
     /// Kafka's `ConfigType` code (DescribeConfigs v3+), 0 when unknown.
     pub kind: i8,
+    /// Cannot be changed while the broker runs.
+    pub read_only: bool,
+    /// DescribeConfigs v3+ with `include_documentation`.
+    pub documentation: Option<&'static str>,
     /// Where the value could come from, most specific first (name, value,
     /// source), as `include_synonyms` asks.
     pub synonyms: Vec<(String, String, i8)>,
@@ -75,9 +80,11 @@ pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec
             };
             ConfigEntry {
                 name: def.name.to_string(),
-                value,
+                value: Some(value),
                 source,
                 kind: def.kind as i8,
+                read_only: false,
+                documentation: None,
                 synonyms,
             }
         })
@@ -115,101 +122,34 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
     }
 }
 
-/// A double as Java prints it (`0.5`, `1.0`).
-fn java_double(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e16 {
-        format!("{value:.1}")
-    } else {
-        value.to_string()
-    }
-}
-
+/// Every broker key of the table, with its value, where it comes from,
+/// and Kafka's default as its last synonym.
 fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
-    use ConfigKind::{Boolean, Int, Long, String as Str};
     let c = &ctx.config;
-    let entries: Vec<(&str, ConfigKind, String)> = vec![
-        ("broker.id", Int, c.broker_id.to_string()),
-        (
-            "log.dirs",
-            Str,
-            c.log_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        (
-            "zookeeper.connect",
-            Str,
-            c.zookeeper_connect.clone().unwrap_or_default(),
-        ),
-        ("num.partitions", Int, c.num_partitions.to_string()),
-        (
-            "default.replication.factor",
-            Int,
-            c.default_replication_factor.to_string(),
-        ),
-        (
-            "auto.create.topics.enable",
-            Boolean,
-            c.auto_create_topics_enable.to_string(),
-        ),
-        (
-            "delete.topic.enable",
-            Boolean,
-            c.delete_topic_enable.to_string(),
-        ),
-        ("message.max.bytes", Int, c.message_max_bytes.to_string()),
-        (
-            "min.insync.replicas",
-            Int,
-            c.min_insync_replicas.to_string(),
-        ),
-        ("log.segment.bytes", Int, c.log_segment_bytes.to_string()),
-        ("log.roll.ms", Long, c.log_roll_ms.to_string()),
-        ("log.retention.ms", Long, c.log_retention_ms.to_string()),
-        (
-            "log.retention.bytes",
-            Long,
-            c.log_retention_bytes.to_string(),
-        ),
-        (
-            "log.retention.check.interval.ms",
-            Long,
-            c.log_retention_check_interval_ms.to_string(),
-        ),
-        (
-            "log.index.interval.bytes",
-            Int,
-            c.log_index_interval_bytes.to_string(),
-        ),
-        (
-            "socket.request.max.bytes",
-            Int,
-            c.socket_request_max_bytes.to_string(),
-        ),
-        (
-            "num.network.threads",
-            Int,
-            c.num_network_threads.to_string(),
-        ),
-        ("num.io.threads", Int, c.num_io_threads.to_string()),
-    ];
-    entries
-        .into_iter()
-        .map(|(name, kind, value)| {
-            // Set in server.properties (or an override) or Kafka's default.
-            let source = if c.set_keys.contains_key(name) {
+    let defaults = BrokerConfig::default();
+    BROKER_KEYS
+        .iter()
+        .map(|def| {
+            let mut synonyms = Vec::new();
+            if let Some(value) = c.set_keys.get(def.name) {
+                synonyms.push((def.name.to_string(), value.clone(), SOURCE_STATIC_BROKER));
+            }
+            if let Some(default) = defaults.value_of(def.name) {
+                synonyms.push((def.name.to_string(), default, SOURCE_DEFAULT));
+            }
+            let source = if c.set_keys.contains_key(def.name) {
                 SOURCE_STATIC_BROKER
             } else {
                 SOURCE_DEFAULT
             };
             ConfigEntry {
-                name: name.to_string(),
-                synonyms: vec![(name.to_string(), value.clone(), source)],
-                value,
+                name: def.name.to_string(),
+                value: c.value_of(def.name),
                 source,
-                kind: kind as i8,
+                kind: def.kind as i8,
+                read_only: !def.dynamic,
+                documentation: Some(def.doc.trim()),
+                synonyms,
             }
         })
         .collect()
@@ -261,12 +201,16 @@ pub fn describe(
                     .map(|e| {
                         let mut config = DescribeConfigsResourceResult::default()
                             .with_name(StrBytes::from_string(e.name))
-                            .with_value(Some(StrBytes::from_string(e.value)))
-                            // Static broker settings cannot change at run time.
-                            .with_read_only(resource.resource_type == RESOURCE_BROKER)
+                            .with_value(e.value.map(StrBytes::from_string))
+                            .with_read_only(e.read_only)
                             .with_is_sensitive(false);
                         if version >= 3 {
                             config = config.with_config_type(e.kind);
+                            if request.include_documentation {
+                                config = config.with_documentation(
+                                    e.documentation.map(StrBytes::from_static_str),
+                                );
+                            }
                         }
                         if version == 0 {
                             config = config.with_is_default(e.source == SOURCE_DEFAULT);

@@ -126,7 +126,7 @@ fn described_configs(
         .map(|entry| {
             CreatableTopicConfigs::default()
                 .with_name(StrBytes::from_string(entry.name))
-                .with_value(Some(StrBytes::from_string(entry.value)))
+                .with_value(entry.value.map(StrBytes::from_string))
                 .with_config_source(entry.source)
                 .with_is_sensitive(false)
                 .with_read_only(false)

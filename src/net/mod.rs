@@ -34,6 +34,23 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
+/// Apply `socket.send.buffer.bytes` / `socket.receive.buffer.bytes` to a
+/// connection; -1 leaves the OS default, as in Kafka.
+pub fn set_socket_buffers(
+    stream: &std::net::TcpStream,
+    send_bytes: i32,
+    receive_bytes: i32,
+) -> io::Result<()> {
+    let socket = socket2::SockRef::from(stream);
+    if let Ok(bytes) = usize::try_from(send_bytes) {
+        socket.set_send_buffer_size(bytes)?;
+    }
+    if let Ok(bytes) = usize::try_from(receive_bytes) {
+        socket.set_recv_buffer_size(bytes)?;
+    }
+    Ok(())
+}
+
 /// Read one frame (without its length prefix). `Closed` when the peer
 /// closed cleanly between frames.
 pub async fn read_frame<R: AsyncRead + Unpin>(
@@ -189,6 +206,30 @@ pub async fn write_frame(writer: &mut OwnedWriteHalf, frame: &ResponseFrame) -> 
 
 #[cfg(test)]
 mod tests {
+    /// Linux doubles what is asked (for its bookkeeping) and has a floor,
+    /// so compare against the OS default rather than exact numbers.
+    #[test]
+    fn socket_buffers_are_applied_and_minus_one_keeps_the_default() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address");
+        let _client = std::net::TcpStream::connect(address).expect("connect");
+        let (accepted, _) = listener.accept().expect("accept");
+        let socket = socket2::SockRef::from(&accepted);
+        let default_send = socket.send_buffer_size().expect("SO_SNDBUF");
+        let default_receive = socket.recv_buffer_size().expect("SO_RCVBUF");
+
+        super::set_socket_buffers(&accepted, -1, -1).expect("leave defaults");
+        assert_eq!(socket.send_buffer_size().expect("SO_SNDBUF"), default_send);
+        assert_eq!(
+            socket.recv_buffer_size().expect("SO_RCVBUF"),
+            default_receive
+        );
+
+        super::set_socket_buffers(&accepted, 8 * 1024, 9 * 1024).expect("set");
+        assert_eq!(socket.send_buffer_size().expect("SO_SNDBUF"), 16 * 1024);
+        assert_eq!(socket.recv_buffer_size().expect("SO_RCVBUF"), 18 * 1024);
+    }
+
     use super::*;
 
     /// Frames are read whole; bad prefixes are refused before allocating.

@@ -6,7 +6,10 @@
 //! log defaults. It must never do I/O other than reading the one file handed
 //! to [`BrokerConfig::load`], never start or talk to actors (it knows nothing
 //! of actix), and never silently accept a value Kafka would reject: a bad value
-//! is an error naming the key, an unknown key is a warning.
+//! is an error naming the key, an unknown key is a warning. The broker keys
+//! themselves are the table in `keys.rs`; this file reads files, parses the
+//! keys that need more than one line (aliases, lists, fallbacks) and checks
+//! combinations.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,101 +17,13 @@ use std::path::{Path, PathBuf};
 
 use java_properties::{LineContent, PropertiesIter};
 
+mod keys;
+
 pub use crate::storage::config::CleanupPolicy;
 use crate::storage::config::{LogConfig, TimestampType};
+pub use keys::{broker_key, BrokerConfig, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS};
 
-/// Every broker key [`BrokerConfig::from_properties`] understands; anything
-/// else in a file or override is reported as a [`ConfigWarning`].
 pub use crate::storage::config::CompressionType;
-
-pub const BROKER_CONFIG_KEYS: &[&str] = &[
-    "broker.id",
-    "broker.rack",
-    "log.dirs",
-    "log.dir",
-    "zookeeper.connect",
-    "zookeeper.session.timeout.ms",
-    "zookeeper.connection.timeout.ms",
-    "listeners",
-    "advertised.listeners",
-    "num.network.threads",
-    "num.io.threads",
-    "queued.max.requests",
-    "queued.max.request.bytes",
-    "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes",
-    "socket.request.max.bytes",
-    "connections.max.idle.ms",
-    "max.connections",
-    "message.max.bytes",
-    "num.partitions",
-    "create.topic.max.partitions",
-    "default.replication.factor",
-    "auto.create.topics.enable",
-    "delete.topic.enable",
-    "min.insync.replicas",
-    "log.segment.bytes",
-    "log.roll.ms",
-    "log.roll.hours",
-    "log.index.interval.bytes",
-    "log.index.size.max.bytes",
-    "log.retention.ms",
-    "log.retention.minutes",
-    "log.retention.hours",
-    "log.retention.bytes",
-    "log.retention.check.interval.ms",
-    "log.flush.interval.messages",
-    "log.flush.interval.ms",
-    "producer.id.expiration.ms",
-    "transactional.id.expiration.ms",
-    "log.flush.scheduler.interval.ms",
-    "log.flush.offset.checkpoint.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms",
-    "log.message.timestamp.type",
-    "log.message.timestamp.difference.max.ms",
-    "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.after.max.ms",
-    "log.cleanup.policy",
-    "log.cleaner.enable",
-    "log.cleaner.threads",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.backoff.ms",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.delete.retention.ms",
-    "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms",
-    "log.cleaner.max.compaction.lag.ms",
-    "compression.type",
-    "num.recovery.threads.per.data.dir",
-    "num.replica.fetchers",
-    "replica.fetch.max.bytes",
-    "fetch.max.bytes",
-    "replica.fetch.wait.max.ms",
-    "replica.fetch.min.bytes",
-    "replica.fetch.response.max.bytes",
-    "replica.fetch.backoff.ms",
-    "replica.lag.time.max.ms",
-    "replica.high.watermark.checkpoint.interval.ms",
-    "unclean.leader.election.enable",
-    "replica.selector.class",
-    "controlled.shutdown.enable",
-    "controlled.shutdown.max.retries",
-    "controlled.shutdown.retry.backoff.ms",
-    "auto.leader.rebalance.enable",
-    "leader.imbalance.check.interval.seconds",
-    "leader.imbalance.per.broker.percentage",
-    "offsets.topic.num.partitions",
-    "offsets.topic.replication.factor",
-    "offsets.topic.segment.bytes",
-    "offsets.retention.minutes",
-    "offsets.retention.check.interval.ms",
-    "group.initial.rebalance.delay.ms",
-    "group.min.session.timeout.ms",
-    "group.max.session.timeout.ms",
-    "group.max.size",
-];
 
 /// Kafka refuses smaller segments: one must hold at least a v0 record's overhead.
 const MIN_SEGMENT_BYTES: i64 = 14;
@@ -201,235 +116,6 @@ impl fmt::Display for Listener {
     }
 }
 
-/// The broker's configuration, one field per Kafka key (aliases such as
-/// `log.retention.hours`/`.minutes`/`.ms` are resolved into one field).
-///
-/// Types follow how a value is used rather than Kafka's Java type: counts of
-/// in-process things are `usize`; ids, partition counts and replica counts
-/// keep the wire protocol's `i32`/`i16`; sizes and durations are `u64`,
-/// except where a negative value means something (then `i64`/`i32`, noted on
-/// the field) or where the value feeds [`LogConfig`], whose types it mirrors.
-/// Ranges are still Kafka's: an `INT` key never exceeds `i32::MAX`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BrokerConfig {
-    /// `broker.id`; -1 asks the cluster to generate one.
-    pub broker_id: i32,
-    /// `log.dirs`, else `log.dir`.
-    pub log_dirs: Vec<PathBuf>,
-    /// `zookeeper.connect`: `host:port,host:port[/chroot]`; `None` runs the
-    /// embedded metadata store.
-    pub zookeeper_connect: Option<String>,
-    /// `broker.rack`: written into the broker's registration.
-    pub broker_rack: Option<String>,
-    /// The keys the file or `--override`s set, with their raw values:
-    /// DescribeConfigs tells a static broker setting from a default.
-    pub set_keys: std::collections::BTreeMap<String, String>,
-    pub zookeeper_session_timeout_ms: u64,
-    /// Falls back to `zookeeper_session_timeout_ms` when unset.
-    pub zookeeper_connection_timeout_ms: u64,
-    pub listeners: Vec<Listener>,
-    /// Falls back to `listeners` when unset.
-    pub advertised_listeners: Vec<Listener>,
-    pub num_network_threads: usize,
-    pub num_io_threads: usize,
-    pub queued_max_requests: usize,
-    /// Request bytes read and not yet released, broker-wide, before no more
-    /// requests are read; -1: unbounded (Kafka's default).
-    pub queued_max_request_bytes: i64,
-    /// -1 leaves the OS default.
-    pub socket_send_buffer_bytes: i32,
-    /// -1 leaves the OS default.
-    pub socket_receive_buffer_bytes: i32,
-    pub socket_request_max_bytes: u64,
-    /// Negative never closes idle connections.
-    pub connections_max_idle_ms: i64,
-    pub max_connections: usize,
-    pub message_max_bytes: u64,
-    pub num_partitions: i32,
-    /// ferrolog's bound on one topic's partition count (CreateTopics,
-    /// CreatePartitions): larger asks get INVALID_PARTITIONS before
-    /// anything is allocated. Kafka has no such key.
-    pub create_topic_max_partitions: i32,
-    pub default_replication_factor: i16,
-    pub auto_create_topics_enable: bool,
-    pub delete_topic_enable: bool,
-    pub min_insync_replicas: i32,
-    pub log_segment_bytes: u64,
-    /// `log.roll.ms`, else `log.roll.hours`.
-    pub log_roll_ms: i64,
-    pub log_index_interval_bytes: u64,
-    pub log_index_size_max_bytes: u64,
-    /// `log.retention.ms`, else `.minutes`, else `.hours`; -1 keeps segments forever.
-    pub log_retention_ms: i64,
-    /// -1 means no size limit.
-    pub log_retention_bytes: i64,
-    pub log_retention_check_interval_ms: u64,
-    pub log_flush_interval_messages: u64,
-    /// Falls back to `log_flush_scheduler_interval_ms` when unset.
-    pub log_flush_interval_ms: i64,
-    pub log_flush_scheduler_interval_ms: i64,
-    /// An idempotent producer silent this long is forgotten (checked with
-    /// retention, every `log.retention.check.interval.ms`).
-    pub producer_id_expiration_ms: i64,
-    /// Accepted for compatibility: transactions are not served yet.
-    pub transactional_id_expiration_ms: i64,
-    pub log_flush_offset_checkpoint_interval_ms: u64,
-    pub log_flush_start_offset_checkpoint_interval_ms: u64,
-    pub log_message_timestamp_type: TimestampType,
-    pub log_message_timestamp_difference_max_ms: i64,
-    pub log_message_timestamp_before_max_ms: i64,
-    pub log_message_timestamp_after_max_ms: i64,
-    pub log_cleanup_policy: CleanupPolicy,
-    /// The log cleaner (compaction) runs at all.
-    pub log_cleaner_enable: bool,
-    /// Cleanings run at once (each on a blocking thread).
-    pub log_cleaner_threads: usize,
-    /// Memory for the key -> offset map, shared by the cleaner threads.
-    pub log_cleaner_dedupe_buffer_size: u64,
-    /// Read and write buffer of one cleaning.
-    pub log_cleaner_io_buffer_size: u64,
-    /// How full the key map may get before a cleaning stops early.
-    pub log_cleaner_io_buffer_load_factor: f64,
-    /// Pause between cleaner passes when nothing needs cleaning.
-    pub log_cleaner_backoff_ms: u64,
-    /// Read throttle of each cleaning (bytes per second).
-    pub log_cleaner_io_max_bytes_per_second: f64,
-    pub log_cleaner_delete_retention_ms: i64,
-    pub log_cleaner_min_cleanable_ratio: f64,
-    pub log_cleaner_min_compaction_lag_ms: i64,
-    pub log_cleaner_max_compaction_lag_ms: i64,
-    pub compression_type: CompressionType,
-    pub num_recovery_threads_per_data_dir: usize,
-    pub num_replica_fetchers: usize,
-    pub replica_fetch_max_bytes: u64,
-    /// The most a consumer Fetch response carries (all partitions), whatever
-    /// the request asks; only a first batch larger than it gets out whole.
-    pub fetch_max_bytes: u64,
-    pub replica_fetch_wait_max_ms: u64,
-    pub replica_fetch_min_bytes: u64,
-    pub replica_fetch_response_max_bytes: u64,
-    pub replica_fetch_backoff_ms: u64,
-    pub replica_lag_time_max_ms: u64,
-    pub replica_high_watermark_checkpoint_interval_ms: u64,
-    pub unclean_leader_election_enable: bool,
-    /// `replica.selector.class`: whether consumers may be sent to a
-    /// closer replica than the leader (KIP-392).
-    pub replica_selector: ReplicaSelector,
-    /// On SIGTERM in a cluster, ask the controller to move this broker's
-    /// leaderships away before stopping.
-    pub controlled_shutdown_enable: bool,
-    pub controlled_shutdown_max_retries: u32,
-    pub controlled_shutdown_retry_backoff_ms: u64,
-    /// The active controller gives partitions back to their preferred
-    /// replica when a broker's share of lost leaderships is too high.
-    pub auto_leader_rebalance_enable: bool,
-    pub leader_imbalance_check_interval_seconds: u64,
-    pub leader_imbalance_per_broker_percentage: u32,
-    pub offsets_topic_num_partitions: i32,
-    pub offsets_topic_replication_factor: i16,
-    /// `segment.bytes` of `__consumer_offsets` (only whole segments are
-    /// compacted, so smaller ones compact sooner).
-    pub offsets_topic_segment_bytes: u64,
-    pub offsets_retention_minutes: u64,
-    pub offsets_retention_check_interval_ms: u64,
-    pub group_initial_rebalance_delay_ms: u64,
-    pub group_min_session_timeout_ms: u64,
-    pub group_max_session_timeout_ms: u64,
-    pub group_max_size: i32,
-}
-
-impl Default for BrokerConfig {
-    /// Kafka's defaults.
-    fn default() -> Self {
-        let log = LogConfig::default();
-        BrokerConfig {
-            broker_id: -1,
-            log_dirs: vec![PathBuf::from("/tmp/kafka-logs")],
-            zookeeper_connect: None,
-            broker_rack: None,
-            set_keys: std::collections::BTreeMap::new(),
-            zookeeper_session_timeout_ms: 18_000,
-            zookeeper_connection_timeout_ms: 18_000,
-            listeners: vec![default_listener()],
-            advertised_listeners: vec![default_listener()],
-            num_network_threads: 3,
-            num_io_threads: 8,
-            queued_max_requests: 500,
-            queued_max_request_bytes: -1,
-            socket_send_buffer_bytes: 100 * 1024,
-            socket_receive_buffer_bytes: 100 * 1024,
-            socket_request_max_bytes: 100 * 1024 * 1024,
-            connections_max_idle_ms: 10 * 60 * 1000,
-            max_connections: 2_147_483_647,
-            message_max_bytes: log.max_message_bytes,
-            num_partitions: 1,
-            create_topic_max_partitions: 100_000,
-            default_replication_factor: 1,
-            auto_create_topics_enable: true,
-            delete_topic_enable: true,
-            min_insync_replicas: 1,
-            log_segment_bytes: log.segment_bytes,
-            log_roll_ms: log.segment_ms,
-            log_index_interval_bytes: log.index_interval_bytes,
-            log_index_size_max_bytes: log.segment_index_bytes,
-            log_retention_ms: log.retention_ms,
-            log_retention_bytes: log.retention_bytes,
-            log_retention_check_interval_ms: 5 * 60 * 1000,
-            log_flush_interval_messages: log.flush_messages,
-            log_flush_interval_ms: log.flush_ms,
-            log_flush_scheduler_interval_ms: i64::MAX,
-            producer_id_expiration_ms: log.producer_id_expiration_ms,
-            transactional_id_expiration_ms: 7 * 24 * 60 * 60 * 1000,
-            log_flush_offset_checkpoint_interval_ms: 60_000,
-            log_flush_start_offset_checkpoint_interval_ms: 60_000,
-            log_message_timestamp_type: log.message_timestamp_type,
-            log_message_timestamp_difference_max_ms: log.message_timestamp_difference_max_ms,
-            log_message_timestamp_before_max_ms: log.message_timestamp_before_max_ms,
-            log_message_timestamp_after_max_ms: log.message_timestamp_after_max_ms,
-            log_cleanup_policy: log.cleanup_policy,
-            log_cleaner_enable: true,
-            log_cleaner_threads: 1,
-            log_cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
-            log_cleaner_io_buffer_size: 512 * 1024,
-            log_cleaner_io_buffer_load_factor: 0.9,
-            log_cleaner_backoff_ms: 15_000,
-            log_cleaner_io_max_bytes_per_second: f64::MAX,
-            log_cleaner_delete_retention_ms: log.delete_retention_ms,
-            log_cleaner_min_cleanable_ratio: log.min_cleanable_dirty_ratio,
-            log_cleaner_min_compaction_lag_ms: log.min_compaction_lag_ms,
-            log_cleaner_max_compaction_lag_ms: log.max_compaction_lag_ms,
-            compression_type: CompressionType::Producer,
-            num_recovery_threads_per_data_dir: 1,
-            num_replica_fetchers: 1,
-            replica_fetch_max_bytes: 1024 * 1024,
-            fetch_max_bytes: 55 * 1024 * 1024,
-            replica_fetch_wait_max_ms: 500,
-            replica_fetch_min_bytes: 1,
-            replica_fetch_response_max_bytes: 10 * 1024 * 1024,
-            replica_fetch_backoff_ms: 1_000,
-            replica_lag_time_max_ms: 30_000,
-            replica_high_watermark_checkpoint_interval_ms: 5_000,
-            unclean_leader_election_enable: false,
-            replica_selector: ReplicaSelector::LeaderOnly,
-            controlled_shutdown_enable: true,
-            controlled_shutdown_max_retries: 3,
-            controlled_shutdown_retry_backoff_ms: 5_000,
-            auto_leader_rebalance_enable: true,
-            leader_imbalance_check_interval_seconds: 300,
-            leader_imbalance_per_broker_percentage: 10,
-            offsets_topic_num_partitions: 50,
-            offsets_topic_replication_factor: 3,
-            offsets_topic_segment_bytes: 104_857_600,
-            offsets_retention_minutes: 7 * 24 * 60,
-            offsets_retention_check_interval_ms: 600_000,
-            group_initial_rebalance_delay_ms: 3_000,
-            group_min_session_timeout_ms: 6_000,
-            group_max_session_timeout_ms: 30 * 60 * 1000,
-            group_max_size: i32::MAX,
-        }
-    }
-}
-
 fn default_listener() -> Listener {
     Listener {
         name: "PLAINTEXT".to_string(),
@@ -450,7 +136,7 @@ impl BrokerConfig {
         let mut set_on_line: HashMap<String, usize> = HashMap::new();
 
         for entry in parse_properties(text)? {
-            if !BROKER_CONFIG_KEYS.contains(&entry.key.as_str()) {
+            if broker_key(&entry.key).is_none() {
                 warnings.push(ConfigWarning {
                     key: entry.key,
                     message: format!("line {}: unknown or unsupported key, ignored", entry.line),
@@ -473,7 +159,7 @@ impl BrokerConfig {
 
         for arg in overrides {
             let (key, value) = split_override(arg)?;
-            if BROKER_CONFIG_KEYS.contains(&key) {
+            if broker_key(key).is_some() {
                 values.insert(key.to_string(), value.to_string());
             } else {
                 warnings.push(ConfigWarning {
@@ -553,52 +239,57 @@ impl BrokerConfig {
         p: &Props,
         warnings: &mut Vec<ConfigWarning>,
     ) -> Result<BrokerConfig, ConfigError> {
-        use JavaInt::{Int, Long, Short};
-        let d = BrokerConfig::default();
+        let mut config = BrokerConfig::parse_keys(p)?;
+        config.parse_by_hand(p, warnings)?;
+        config.validate_combinations()?;
+        Ok(config)
+    }
 
-        let log_dir = p.raw("log.dir");
-        let log_dirs = match p.raw("log.dirs") {
-            Some(dirs) => {
-                shadowed(p, warnings, "log.dir", "log.dirs");
-                parse_log_dirs("log.dirs", dirs)?
-            }
-            None => match log_dir {
-                Some(dir) => parse_log_dirs("log.dir", dir)?,
-                None => d.log_dirs,
-            },
-        };
+    /// The keys of the table's `by_hand` section: aliases, lists and
+    /// fallbacks, each needing more than one line of the file.
+    fn parse_by_hand(
+        &mut self,
+        p: &Props,
+        warnings: &mut Vec<ConfigWarning>,
+    ) -> Result<(), ConfigError> {
+        use JavaInt::{Int, Long};
 
-        let zookeeper_connect = match p.raw("zookeeper.connect").map(str::trim) {
+        if let Some(dirs) = p.raw("log.dirs") {
+            shadowed(p, warnings, "log.dir", "log.dirs");
+            self.log_dirs = parse_log_dirs("log.dirs", dirs)?;
+        } else if let Some(dir) = p.raw("log.dir") {
+            self.log_dirs = parse_log_dirs("log.dir", dir)?;
+        }
+
+        self.zookeeper_connect = match p.raw("zookeeper.connect").map(str::trim) {
             Some("") | None => None,
             Some(connect) => {
                 validate_zookeeper_connect(connect)?;
                 Some(connect.to_string())
             }
         };
-        let zookeeper_session_timeout_ms = p.int(
-            "zookeeper.session.timeout.ms",
-            Int,
-            1,
-            d.zookeeper_session_timeout_ms,
-        )?;
-        let zookeeper_connection_timeout_ms = p
+        self.zookeeper_connection_timeout_ms = p
             .opt_int("zookeeper.connection.timeout.ms", Int, 1)?
-            .unwrap_or(zookeeper_session_timeout_ms);
+            .unwrap_or(self.zookeeper_session_timeout_ms);
+        self.broker_rack = p
+            .raw("broker.rack")
+            .map(str::trim)
+            .filter(|rack| !rack.is_empty())
+            .map(str::to_owned);
 
-        let listeners = match p.raw("listeners") {
-            Some(raw) => parse_listeners("listeners", raw)?,
-            None => d.listeners,
-        };
-        let advertised_listeners = match p.raw("advertised.listeners") {
-            Some(raw) => parse_advertised_listeners(raw, &listeners)?,
-            None => listeners.clone(),
+        if let Some(raw) = p.raw("listeners") {
+            self.listeners = parse_listeners("listeners", raw)?;
+        }
+        self.advertised_listeners = match p.raw("advertised.listeners") {
+            Some(raw) => parse_advertised_listeners(raw, &self.listeners)?,
+            None => self.listeners.clone(),
         };
 
         // Every alias is parsed even when shadowed, as Kafka does, so a typo
         // in an unused line still fails loudly instead of lurking.
         let roll_ms: Option<i64> = p.opt_int("log.roll.ms", Long, 1)?;
         let roll_hours: i64 = p.int("log.roll.hours", Int, 1, 168)?;
-        let log_roll_ms = match roll_ms {
+        self.log_roll_ms = match roll_ms {
             Some(ms) => {
                 shadowed(p, warnings, "log.roll.hours", "log.roll.ms");
                 ms
@@ -609,7 +300,7 @@ impl BrokerConfig {
         let retention_ms: Option<i64> = p.opt_int("log.retention.ms", Long, -1)?;
         let retention_minutes: Option<i64> = p.opt_int("log.retention.minutes", Int, -1)?;
         let retention_hours: i64 = p.int("log.retention.hours", Int, -1, 168)?;
-        let log_retention_ms = if let Some(ms) = retention_ms {
+        self.log_retention_ms = if let Some(ms) = retention_ms {
             shadowed(p, warnings, "log.retention.minutes", "log.retention.ms");
             shadowed(p, warnings, "log.retention.hours", "log.retention.ms");
             ms
@@ -619,372 +310,70 @@ impl BrokerConfig {
         } else {
             unlimited_or_scaled(retention_hours, HOUR_MS)
         };
+        self.log_retention_bytes = unlimited_if_negative(self.log_retention_bytes);
 
-        let log_flush_scheduler_interval_ms = p.int(
-            "log.flush.scheduler.interval.ms",
-            Long,
-            0,
-            d.log_flush_scheduler_interval_ms,
-        )?;
-        let log_flush_interval_ms = p
+        self.log_flush_interval_ms = p
             .opt_int("log.flush.interval.ms", Long, 0)?
-            .unwrap_or(log_flush_scheduler_interval_ms);
+            .unwrap_or(self.log_flush_scheduler_interval_ms);
 
-        let config = BrokerConfig {
-            broker_id: p.int("broker.id", Int, -1, d.broker_id)?,
-            log_dirs,
-            zookeeper_connect,
-            broker_rack: p
-                .raw("broker.rack")
-                .map(str::trim)
-                .filter(|rack| !rack.is_empty())
-                .map(str::to_owned),
-            set_keys: std::collections::BTreeMap::new(),
-            zookeeper_session_timeout_ms,
-            zookeeper_connection_timeout_ms,
-            listeners,
-            advertised_listeners,
-            num_network_threads: p.int("num.network.threads", Int, 1, d.num_network_threads)?,
-            num_io_threads: p.int("num.io.threads", Int, 1, d.num_io_threads)?,
-            queued_max_requests: p.int("queued.max.requests", Int, 1, d.queued_max_requests)?,
-            queued_max_request_bytes: p.int(
-                "queued.max.request.bytes",
-                Long,
-                -1,
-                d.queued_max_request_bytes,
-            )?,
-            socket_send_buffer_bytes: p.int(
-                "socket.send.buffer.bytes",
-                Int,
-                -1,
-                d.socket_send_buffer_bytes,
-            )?,
-            socket_receive_buffer_bytes: p.int(
-                "socket.receive.buffer.bytes",
-                Int,
-                -1,
-                d.socket_receive_buffer_bytes,
-            )?,
-            socket_request_max_bytes: p.int(
-                "socket.request.max.bytes",
-                Int,
-                1,
-                d.socket_request_max_bytes,
-            )?,
-            connections_max_idle_ms: p.int(
-                "connections.max.idle.ms",
-                Long,
-                -1,
-                d.connections_max_idle_ms,
-            )?,
-            max_connections: p.int("max.connections", Int, 0, d.max_connections)?,
-            message_max_bytes: p.int("message.max.bytes", Int, 0, d.message_max_bytes)?,
-            num_partitions: p.int("num.partitions", Int, 1, d.num_partitions)?,
-            create_topic_max_partitions: p.int(
-                "create.topic.max.partitions",
-                Int,
-                1,
-                d.create_topic_max_partitions,
-            )?,
-            default_replication_factor: p.int(
-                "default.replication.factor",
-                Short,
-                1,
-                d.default_replication_factor,
-            )?,
-            auto_create_topics_enable: p
-                .bool("auto.create.topics.enable", d.auto_create_topics_enable)?,
-            delete_topic_enable: p.bool("delete.topic.enable", d.delete_topic_enable)?,
-            min_insync_replicas: p.int("min.insync.replicas", Int, 1, d.min_insync_replicas)?,
-            log_segment_bytes: p.int(
-                "log.segment.bytes",
-                Int,
-                MIN_SEGMENT_BYTES,
-                d.log_segment_bytes,
-            )?,
-            log_roll_ms,
-            log_index_interval_bytes: p.int(
-                "log.index.interval.bytes",
-                Int,
-                0,
-                d.log_index_interval_bytes,
-            )?,
-            log_index_size_max_bytes: p.int(
-                "log.index.size.max.bytes",
-                Int,
-                MIN_INDEX_BYTES,
-                d.log_index_size_max_bytes,
-            )?,
-            log_retention_ms,
-            log_retention_bytes: unlimited_if_negative(p.int(
-                "log.retention.bytes",
-                Long,
-                i64::MIN,
-                d.log_retention_bytes,
-            )?),
-            log_retention_check_interval_ms: p.int(
-                "log.retention.check.interval.ms",
-                Long,
-                1,
-                d.log_retention_check_interval_ms,
-            )?,
-            log_flush_interval_messages: p.int(
-                "log.flush.interval.messages",
-                Long,
-                1,
-                d.log_flush_interval_messages,
-            )?,
-            log_flush_interval_ms,
-            log_flush_scheduler_interval_ms,
-            producer_id_expiration_ms: p.int(
-                "producer.id.expiration.ms",
-                Int,
-                1,
-                d.producer_id_expiration_ms,
-            )?,
-            transactional_id_expiration_ms: p.int(
-                "transactional.id.expiration.ms",
-                Int,
-                1,
-                d.transactional_id_expiration_ms,
-            )?,
-            log_flush_offset_checkpoint_interval_ms: p.int(
-                "log.flush.offset.checkpoint.interval.ms",
-                Int,
-                0,
-                d.log_flush_offset_checkpoint_interval_ms,
-            )?,
-            log_flush_start_offset_checkpoint_interval_ms: p.int(
-                "log.flush.start.offset.checkpoint.interval.ms",
-                Int,
-                0,
-                d.log_flush_start_offset_checkpoint_interval_ms,
-            )?,
-            log_message_timestamp_type: match p.raw("log.message.timestamp.type") {
-                Some(raw) => parse_timestamp_type("log.message.timestamp.type", raw)?,
-                None => d.log_message_timestamp_type,
-            },
-            log_message_timestamp_difference_max_ms: p.int(
-                "log.message.timestamp.difference.max.ms",
-                Long,
-                0,
-                d.log_message_timestamp_difference_max_ms,
-            )?,
-            log_message_timestamp_before_max_ms: p.int(
-                "log.message.timestamp.before.max.ms",
-                Long,
-                0,
-                d.log_message_timestamp_before_max_ms,
-            )?,
-            log_message_timestamp_after_max_ms: p.int(
-                "log.message.timestamp.after.max.ms",
-                Long,
-                0,
-                d.log_message_timestamp_after_max_ms,
-            )?,
-            log_cleanup_policy: match p.raw("log.cleanup.policy") {
-                Some(raw) => parse_cleanup_policy("log.cleanup.policy", raw)?,
-                None => d.log_cleanup_policy,
-            },
-            log_cleaner_enable: p.bool("log.cleaner.enable", d.log_cleaner_enable)?,
-            log_cleaner_threads: p.int("log.cleaner.threads", Int, 0, d.log_cleaner_threads)?,
-            log_cleaner_dedupe_buffer_size: p.int(
-                "log.cleaner.dedupe.buffer.size",
-                Long,
-                0,
-                d.log_cleaner_dedupe_buffer_size,
-            )?,
-            log_cleaner_io_buffer_size: p.int(
-                "log.cleaner.io.buffer.size",
-                Int,
-                0,
-                d.log_cleaner_io_buffer_size,
-            )?,
-            log_cleaner_io_buffer_load_factor: p.double(
-                "log.cleaner.io.buffer.load.factor",
-                0.0,
-                1.0,
-                d.log_cleaner_io_buffer_load_factor,
-            )?,
-            log_cleaner_backoff_ms: p.int(
-                "log.cleaner.backoff.ms",
-                Long,
-                0,
-                d.log_cleaner_backoff_ms,
-            )?,
-            log_cleaner_io_max_bytes_per_second: p.double(
-                "log.cleaner.io.max.bytes.per.second",
-                f64::MIN_POSITIVE,
-                f64::MAX,
-                d.log_cleaner_io_max_bytes_per_second,
-            )?,
-            log_cleaner_delete_retention_ms: p.int(
-                "log.cleaner.delete.retention.ms",
-                Long,
-                0,
-                d.log_cleaner_delete_retention_ms,
-            )?,
-            log_cleaner_min_cleanable_ratio: p.double(
-                "log.cleaner.min.cleanable.ratio",
-                0.0,
-                1.0,
-                d.log_cleaner_min_cleanable_ratio,
-            )?,
-            log_cleaner_min_compaction_lag_ms: p.int(
-                "log.cleaner.min.compaction.lag.ms",
-                Long,
-                0,
-                d.log_cleaner_min_compaction_lag_ms,
-            )?,
-            log_cleaner_max_compaction_lag_ms: p.int(
-                "log.cleaner.max.compaction.lag.ms",
-                Long,
-                1,
-                d.log_cleaner_max_compaction_lag_ms,
-            )?,
-            compression_type: match p.raw("compression.type") {
-                Some(raw) => parse_compression_type("compression.type", raw)?,
-                None => d.compression_type,
-            },
-            num_recovery_threads_per_data_dir: p.int(
-                "num.recovery.threads.per.data.dir",
-                Int,
-                1,
-                d.num_recovery_threads_per_data_dir,
-            )?,
-            num_replica_fetchers: p.int("num.replica.fetchers", Int, 1, d.num_replica_fetchers)?,
-            replica_fetch_max_bytes: p.int(
-                "replica.fetch.max.bytes",
-                Int,
-                0,
-                d.replica_fetch_max_bytes,
-            )?,
-            fetch_max_bytes: p.int("fetch.max.bytes", Int, 1024, d.fetch_max_bytes)?,
-            replica_fetch_wait_max_ms: p.int(
-                "replica.fetch.wait.max.ms",
-                Int,
-                0,
-                d.replica_fetch_wait_max_ms,
-            )?,
-            replica_fetch_min_bytes: p.int(
-                "replica.fetch.min.bytes",
-                Int,
-                1,
-                d.replica_fetch_min_bytes,
-            )?,
-            replica_fetch_response_max_bytes: p.int(
-                "replica.fetch.response.max.bytes",
-                Int,
-                0,
-                d.replica_fetch_response_max_bytes,
-            )?,
-            replica_fetch_backoff_ms: p.int(
-                "replica.fetch.backoff.ms",
-                Int,
-                0,
-                d.replica_fetch_backoff_ms,
-            )?,
-            replica_lag_time_max_ms: p.int(
-                "replica.lag.time.max.ms",
-                Long,
-                1,
-                d.replica_lag_time_max_ms,
-            )?,
-            replica_high_watermark_checkpoint_interval_ms: p.int(
-                "replica.high.watermark.checkpoint.interval.ms",
-                Long,
-                1,
-                d.replica_high_watermark_checkpoint_interval_ms,
-            )?,
-            unclean_leader_election_enable: p.bool(
-                "unclean.leader.election.enable",
-                d.unclean_leader_election_enable,
-            )?,
-            replica_selector: p
-                .raw("replica.selector.class")
-                .map_or(Ok(d.replica_selector), ReplicaSelector::parse)?,
-            controlled_shutdown_enable: p
-                .bool("controlled.shutdown.enable", d.controlled_shutdown_enable)?,
-            controlled_shutdown_max_retries: p.int(
-                "controlled.shutdown.max.retries",
-                Int,
-                0,
-                d.controlled_shutdown_max_retries,
-            )?,
-            controlled_shutdown_retry_backoff_ms: p.int(
-                "controlled.shutdown.retry.backoff.ms",
-                Long,
-                0,
-                d.controlled_shutdown_retry_backoff_ms,
-            )?,
-            auto_leader_rebalance_enable: p.bool(
-                "auto.leader.rebalance.enable",
-                d.auto_leader_rebalance_enable,
-            )?,
-            leader_imbalance_check_interval_seconds: p.int(
-                "leader.imbalance.check.interval.seconds",
-                Long,
-                1,
-                d.leader_imbalance_check_interval_seconds,
-            )?,
-            leader_imbalance_per_broker_percentage: p.int(
-                "leader.imbalance.per.broker.percentage",
-                Int,
-                0,
-                d.leader_imbalance_per_broker_percentage,
-            )?,
-            offsets_topic_num_partitions: p.int(
-                "offsets.topic.num.partitions",
-                Int,
-                1,
-                d.offsets_topic_num_partitions,
-            )?,
-            offsets_topic_replication_factor: p.int(
-                "offsets.topic.replication.factor",
-                Short,
-                1,
-                d.offsets_topic_replication_factor,
-            )?,
-            offsets_topic_segment_bytes: p.int(
-                "offsets.topic.segment.bytes",
-                Int,
-                1,
-                d.offsets_topic_segment_bytes,
-            )?,
-            offsets_retention_minutes: p.int(
-                "offsets.retention.minutes",
-                Int,
-                1,
-                d.offsets_retention_minutes,
-            )?,
-            offsets_retention_check_interval_ms: p.int(
-                "offsets.retention.check.interval.ms",
-                Long,
-                1,
-                d.offsets_retention_check_interval_ms,
-            )?,
-            group_initial_rebalance_delay_ms: p.int(
-                "group.initial.rebalance.delay.ms",
-                Int,
-                0,
-                d.group_initial_rebalance_delay_ms,
-            )?,
-            group_min_session_timeout_ms: p.int(
-                "group.min.session.timeout.ms",
-                Int,
-                0,
-                d.group_min_session_timeout_ms,
-            )?,
-            group_max_session_timeout_ms: p.int(
-                "group.max.session.timeout.ms",
-                Int,
-                0,
-                d.group_max_session_timeout_ms,
-            )?,
-            group_max_size: p.int("group.max.size", Int, 1, d.group_max_size)?,
+        for key in p.values.keys() {
+            if let Some(why) = broker_key(key).and_then(|def| def.ignored) {
+                warnings.push(ConfigWarning {
+                    key: key.clone(),
+                    message: format!("accepted but not honoured: {why}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A key's value as DescribeConfigs shows it: the effective value, or
+    /// for an alias what the file set (Kafka's default when unset); `None`
+    /// for an unset key Kafka shows as null, or an unknown key.
+    pub fn value_of(&self, key: &str) -> Option<String> {
+        if let Some(value) = self.table_value(key) {
+            return Some(value);
+        }
+        let join = |listeners: &[Listener]| {
+            listeners
+                .iter()
+                .map(Listener::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
         };
-        config.validate_combinations()?;
-        Ok(config)
+        match key {
+            "log.dirs" => Some(
+                self.log_dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            "zookeeper.connect" => self.zookeeper_connect.clone(),
+            "zookeeper.connection.timeout.ms" => {
+                Some(self.zookeeper_connection_timeout_ms.to_string())
+            }
+            "broker.rack" => self.broker_rack.clone(),
+            "listeners" => Some(join(&self.listeners)),
+            "advertised.listeners" => Some(join(&self.advertised_listeners)),
+            "log.roll.ms" => Some(self.log_roll_ms.to_string()),
+            "log.retention.ms" => Some(self.log_retention_ms.to_string()),
+            "log.flush.interval.ms" => Some(self.log_flush_interval_ms.to_string()),
+            "log.dir" => Some(
+                self.set_keys
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "/tmp/kafka-logs".into()),
+            ),
+            "log.roll.hours" | "log.retention.hours" => Some(
+                self.set_keys
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "168".into()),
+            ),
+            "log.retention.minutes" => self.set_keys.get(key).cloned(),
+            _ => None,
+        }
     }
 
     fn validate_combinations(&self) -> Result<(), ConfigError> {
@@ -1240,6 +629,17 @@ fn parse_compression_type(key: &str, raw: &str) -> Result<CompressionType, Confi
     })
 }
 
+/// A double as Java prints it (`0.5`, `1.0`, `1.7976931348623157E308`).
+pub fn java_double(value: f64) -> String {
+    if value == f64::MAX {
+        "1.7976931348623157E308".to_string()
+    } else if value.fract() == 0.0 && value.abs() < 1e16 {
+        format!("{value:.1}")
+    } else {
+        value.to_string()
+    }
+}
+
 /// Kafka treats any negative retention size as "no limit"; storage only knows -1.
 fn unlimited_if_negative(value: i64) -> i64 {
     value.max(-1)
@@ -1489,16 +889,6 @@ impl Props {
         default: T,
     ) -> Result<T, ConfigError> {
         Ok(self.opt_int(key, java, min)?.unwrap_or(default))
-    }
-
-    fn double(&self, key: &str, min: f64, max: f64, default: f64) -> Result<f64, ConfigError> {
-        self.raw(key)
-            .map_or(Ok(default), |raw| parse_double(key, raw, min, max))
-    }
-
-    fn bool(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
-        self.raw(key)
-            .map_or(Ok(default), |raw| parse_bool(key, raw))
     }
 }
 
@@ -2278,16 +1668,82 @@ mod tests {
         }
     }
 
-    /// Every key in BROKER_CONFIG_KEYS is handled (parsed or rejected by name), never "unknown".
+    /// Every key in BROKER_KEYS is handled (parsed or rejected by name),
+    /// never "unknown", and only an ignored key warns.
     #[test]
     fn broker_key_list_is_complete() {
-        for key in BROKER_CONFIG_KEYS {
+        for def in BROKER_KEYS {
+            let key = def.name;
             match BrokerConfig::from_properties(&format!("{key}=x"), &[]) {
-                Ok((_, warnings)) => assert!(warnings.is_empty(), "{key}: {warnings:?}"),
-                Err(ConfigError::InvalidValue { key: named, .. }) => assert_eq!(named, *key),
+                Ok((_, warnings)) => assert!(
+                    warnings.is_empty() || def.ignored.is_some(),
+                    "{key}: {warnings:?}"
+                ),
+                Err(ConfigError::InvalidValue { key: named, .. }) => assert_eq!(named, key),
                 Err(other) => panic!("{key}: {other:?}"),
             }
         }
+    }
+
+    /// Each key's default, printed as DescribeConfigs prints it, parses back
+    /// to the same config: the printing and each key's rule agree with its
+    /// type (a rule that does not fit would fail here, not in production).
+    #[test]
+    fn every_key_round_trips_through_its_printed_default() {
+        let defaults = BrokerConfig::default();
+        for def in BROKER_KEYS {
+            let printed = defaults.value_of(def.name);
+            let Some(text) = printed else {
+                assert!(
+                    matches!(
+                        def.name,
+                        "zookeeper.connect" | "broker.rack" | "log.retention.minutes"
+                    ),
+                    "{} has no printed value",
+                    def.name
+                );
+                continue;
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let (parsed, _) = BrokerConfig::from_properties(&format!("{}={text}", def.name), &[])
+                .unwrap_or_else(|e| panic!("{}={text}: {e}", def.name));
+            let parsed = BrokerConfig {
+                set_keys: defaults.set_keys.clone(),
+                ..parsed
+            };
+            assert_eq!(parsed, defaults, "{}={text}", def.name);
+        }
+    }
+
+    /// The table is sorted, each name once, and every doc line is filled in.
+    #[test]
+    fn broker_key_table_is_sorted_and_documented() {
+        for pair in BROKER_KEYS.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} / {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+        for def in BROKER_KEYS {
+            assert!(!def.doc.trim().is_empty(), "{} has no doc", def.name);
+        }
+    }
+
+    /// A key that is accepted but changes nothing says so once at start-up.
+    #[test]
+    fn an_ignored_key_is_reported() {
+        let (config, warnings) = parse("transactional.id.expiration.ms=1000\nnum.partitions=2\n");
+        assert_eq!(config.transactional_id_expiration_ms, 1000);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].key, "transactional.id.expiration.ms");
+        assert!(
+            warnings[0].message.contains("accepted but not honoured"),
+            "{warnings:?}"
+        );
     }
 
     /// Characters outside the BMP are a Parse error rather than garbage.
