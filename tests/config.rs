@@ -55,6 +55,9 @@ fn shipped_file_is_defaults_plus_single_node_values() {
         // One broker can hold one replica of __consumer_offsets (Kafka's own
         // sample file sets 1 too).
         offsets_topic_replication_factor: 1,
+        // The kernel's buffer autotuning beats Kafka's fixed 100 KiB.
+        socket_send_buffer_bytes: -1,
+        socket_receive_buffer_bytes: -1,
         // What the file sets, as it sets it (DescribeConfigs' sources).
         set_keys: config.set_keys.clone(),
         ..BrokerConfig::default()
