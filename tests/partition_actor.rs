@@ -629,3 +629,58 @@ fn the_high_watermark_checkpoint_timer_writes_the_file() {
         assert!(partition.addr.connected(), "the partition is still running");
     });
 }
+
+/// Sends `message()` with `try_send`, without yielding, until the mailbox
+/// refuses one; the actor cannot run meanwhile (it shares this thread), so
+/// the count is exactly what its mailbox holds.
+fn fill_mailbox<A, M>(addr: &Addr<A>, message: impl Fn() -> M) -> usize
+where
+    A: actix::Actor<Context = actix::Context<A>> + actix::Handler<M>,
+    M: actix::Message + Send + 'static,
+    M::Result: Send,
+{
+    let mut queued = 0;
+    while queued <= 100_000 {
+        match addr.try_send(message()) {
+            Ok(()) => queued += 1,
+            Err(actix::prelude::SendError::Full(_)) => return queued,
+            Err(actix::prelude::SendError::Closed(_)) => panic!("mailbox closed"),
+        }
+    }
+    panic!("the mailbox took {queued} messages without refusing one");
+}
+
+/// The mailboxes of the partition actor and the log actor are bounded
+/// (1,024 each): a sender that does not wait is refused past the bound, a
+/// sender that waits (`send`, as every caller does) is held until the actor
+/// has drained room, and none of the queued messages is lost.
+#[test]
+fn partition_and_log_actor_mailboxes_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let (log, _, partition) = partition_on_a_new_log(dir.path(), "bounded").await;
+        // Both have run `started`, where the capacity is set.
+        partition.addr.send(GetState).await.unwrap();
+        log.send(GetShards).await.unwrap();
+
+        let queued = fill_mailbox(&partition.addr, || GetState);
+        assert_eq!(queued, 1024, "partition actor mailbox");
+        let mut held = Box::pin(partition.addr.send(GetState));
+        assert!(
+            futures_util::FutureExt::now_or_never(&mut held).is_none(),
+            "a waiting sender is held while the mailbox is full"
+        );
+        let answered = tokio::time::timeout(Duration::from_secs(30), held).await;
+        assert!(
+            matches!(answered, Ok(Ok(_))),
+            "a waiting sender gets its answer once there is room"
+        );
+        // Drained: room again.
+        assert!(partition.addr.try_send(GetState).is_ok());
+
+        let queued = fill_mailbox(&log, || GetShards);
+        assert_eq!(queued, 1024, "log actor mailbox");
+        let answered = tokio::time::timeout(Duration::from_secs(30), log.send(GetShards)).await;
+        assert!(matches!(answered, Ok(Ok(_))));
+    });
+}
