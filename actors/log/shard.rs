@@ -721,6 +721,9 @@ impl Handler<EnforceRetention> for LogShard {
         self.guarded("retention", |shard| {
             let reports = shard.for_each_log(|log, now| log.enforce_retention(now));
             shard.enforce_retention_offline();
+            // The same period bounds index memory: what no read touched
+            // since the last check leaves memory.
+            shard.for_each_log(|log, _| Ok(log.evict_idle_indexes()));
             Ok(reports)
         })
     }

@@ -2,10 +2,12 @@
 //! `.index` maps a relative offset (4 bytes) to a byte position (4 bytes);
 //! `.timeindex` maps a timestamp (8 bytes) to a relative offset (4 bytes).
 //!
-//! Entries live in memory and are written through on flush. An index is a
+//! Entries are read into memory when first used, written through on flush,
+//! and dropped from memory again when idle. An index is a
 //! cache of its log: it is checked on load and rebuilt from the log whenever
 //! it looks wrong, so it must never be the only copy of anything.
 
+use std::cell::{Cell, Ref, RefCell};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -73,13 +75,20 @@ pub enum IndexError {
 
 /// An index file and its entries in memory. Entries past `persisted` have not
 /// reached the file yet. No file descriptor is kept: the entries are read
-/// once, and the file is opened only to write pending entries or to shrink
-/// it, so a segment holds one open file (its log), not three, and a broker
-/// with tens of thousands of segments stays inside its open-file limit.
+/// when first used, and the file is opened only to write pending entries or
+/// to shrink it, so a segment holds one open file (its log), not three, and
+/// a broker with tens of thousands of segments stays inside its open-file
+/// limit. Entries that are all on disk and unused since the last
+/// [`IndexFile::evict_if_idle`] leave memory, so what stays in memory is
+/// the indexes in use, not every index of every segment.
 #[derive(Debug)]
 pub struct IndexFile<E: IndexEntry> {
     path: PathBuf,
-    entries: Vec<E>,
+    /// `None`: evicted (or not read yet); read from the file on next use.
+    entries: RefCell<Option<Vec<E>>>,
+    /// Read since the last `evict_if_idle`.
+    used: Cell<bool>,
+    len: usize,
     persisted: usize,
     max_entries: usize,
 }
@@ -110,18 +119,18 @@ impl<E: IndexEntry> IndexFile<E> {
                 reason: format!("size {len} is not a multiple of {}", E::SIZE),
             });
         }
-        let mut bytes = vec![0u8; len];
-        file.read_exact_at(&mut bytes, 0).map_err(io_err)?;
-        let entries: Vec<E> = bytes.chunks_exact(E::SIZE).map(E::decode).collect();
+        let entries = read_entries(&file, len / E::SIZE).map_err(io_err)?;
         let mut index = Self::with_entries(path, entries, max_bytes);
-        index.persisted = index.entries.len();
+        index.persisted = index.len;
         Ok(index)
     }
 
     fn with_entries(path: &Path, entries: Vec<E>, max_bytes: u64) -> Self {
         IndexFile {
             path: path.to_path_buf(),
-            entries,
+            len: entries.len(),
+            entries: RefCell::new(Some(entries)),
+            used: Cell::new(false),
             persisted: 0,
             max_entries: (max_bytes as usize / E::SIZE).max(1),
         }
@@ -131,16 +140,59 @@ impl<E: IndexEntry> IndexFile<E> {
         OpenOptions::new().write(true).open(&self.path)
     }
 
-    pub fn entries(&self) -> &[E] {
-        &self.entries
+    /// The entries, read from the file first if they were evicted. A file
+    /// that cannot be read gives no entries (a scan from the segment start:
+    /// an index costs time when it fails, never correctness) and is tried
+    /// again on the next use.
+    pub fn entries(&self) -> Ref<'_, [E]> {
+        self.used.set(true);
+        if self.entries.borrow().is_none() {
+            match self.reload() {
+                Ok(entries) => *self.entries.borrow_mut() = Some(entries),
+                Err(e) => log::warn!("cannot read index {}: {e}", self.path.display()),
+            }
+        }
+        Ref::map(self.entries.borrow(), |entries| {
+            entries.as_deref().unwrap_or(&[])
+        })
     }
 
-    pub fn last(&self) -> Option<&E> {
-        self.entries.last()
+    fn reload(&self) -> io::Result<Vec<E>> {
+        read_entries(&File::open(&self.path)?, self.len)
+    }
+
+    /// The entries for a change, read first if evicted.
+    fn entries_mut(&mut self) -> io::Result<&mut Vec<E>> {
+        let loaded = self.entries.get_mut();
+        if loaded.is_none() {
+            let entries = read_entries(&File::open(&self.path)?, self.len)?;
+            *loaded = Some(entries);
+        }
+        match loaded {
+            Some(entries) => Ok(entries),
+            None => Err(io::Error::other("index entries vanished while loading")),
+        }
+    }
+
+    pub fn last(&self) -> Option<E> {
+        self.entries().last().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     pub fn is_full(&self) -> bool {
-        self.entries.len() >= self.max_entries
+        self.len >= self.max_entries
+    }
+
+    /// Whether the entries are in memory now.
+    pub fn is_loaded(&self) -> bool {
+        self.entries.borrow().is_some()
     }
 
     pub fn path(&self) -> &Path {
@@ -154,14 +206,23 @@ impl<E: IndexEntry> IndexFile<E> {
         }
     }
 
+    /// Add an entry. One that cannot be added (the evicted entries cannot
+    /// be read back) is dropped with a log line: lookups then scan further.
     pub fn push(&mut self, entry: E) {
-        self.entries.push(entry);
+        match self.entries_mut() {
+            Ok(entries) => {
+                entries.push(entry);
+                self.len += 1;
+            }
+            Err(e) => log::warn!("index {} dropped an entry: {e}", self.path.display()),
+        }
     }
 
     /// Keep the first `len` entries, on disk too.
     pub fn truncate(&mut self, len: usize) -> io::Result<()> {
-        if len < self.entries.len() {
-            self.entries.truncate(len);
+        if len < self.len {
+            self.entries_mut()?.truncate(len);
+            self.len = len;
             if self.persisted > len {
                 self.persisted = len;
                 self.open_for_writing()?.set_len((len * E::SIZE) as u64)?;
@@ -172,25 +233,55 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Write the entries not yet on disk; fsync when `sync`.
     pub fn flush(&mut self, sync: bool) -> io::Result<()> {
-        let pending = self.persisted < self.entries.len();
+        let pending = self.persisted < self.len;
         if !pending && !sync {
             return Ok(());
         }
         let file = self.open_for_writing()?;
         if pending {
-            let pending = &self.entries[self.persisted..];
+            let from = self.persisted;
+            let entries = self.entries_mut()?;
+            let pending = &entries[from..];
             let mut bytes = vec![0u8; pending.len() * E::SIZE];
             for (entry, out) in pending.iter().zip(bytes.chunks_exact_mut(E::SIZE)) {
                 entry.encode(out);
             }
-            file.write_all_at(&bytes, (self.persisted * E::SIZE) as u64)?;
-            self.persisted = self.entries.len();
+            file.write_all_at(&bytes, (from * E::SIZE) as u64)?;
+            self.persisted = self.len;
         }
         if sync {
             file.sync_data()?;
         }
         Ok(())
     }
+
+    /// Drop the entries from memory when all are on disk and none was read
+    /// since the previous call; `true` when they were dropped.
+    pub fn evict_if_idle(&mut self) -> bool {
+        let idle = !self.used.replace(false);
+        self.evict_when(idle)
+    }
+
+    /// Drop the entries from memory when all are on disk.
+    pub fn evict(&mut self) -> bool {
+        self.evict_when(true)
+    }
+
+    fn evict_when(&mut self, idle: bool) -> bool {
+        let loaded = self.entries.get_mut();
+        if idle && loaded.is_some() && self.persisted == self.len {
+            *loaded = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// The first `count` entries of an index file.
+fn read_entries<E: IndexEntry>(file: &File, count: usize) -> io::Result<Vec<E>> {
+    let mut bytes = vec![0u8; count * E::SIZE];
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(bytes.chunks_exact(E::SIZE).map(E::decode).collect())
 }
 
 /// The `.index` of a segment.
@@ -218,7 +309,7 @@ impl OffsetIndex {
     ) -> Result<Self, IndexError> {
         let file = IndexFile::<OffsetPosition>::open(path, max_bytes)?;
         let mut previous: Option<OffsetPosition> = None;
-        for entry in file.entries() {
+        for entry in file.entries().iter() {
             if entry.position as u64 >= log_size {
                 return Err(file.corrupt(format!(
                     "entry {entry:?} points past the log end {log_size}"
@@ -291,8 +382,21 @@ impl OffsetIndex {
         self.file.is_full()
     }
 
+    /// See [`IndexFile::evict_if_idle`].
+    pub fn evict_if_idle(&mut self) -> bool {
+        self.file.evict_if_idle()
+    }
+
+    pub fn evict(&mut self) -> bool {
+        self.file.evict()
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.file.is_loaded()
+    }
+
     pub fn len(&self) -> usize {
-        self.file.entries().len()
+        self.file.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -329,7 +433,7 @@ impl TimeIndex {
     ) -> Result<Self, IndexError> {
         let file = IndexFile::<TimestampOffset>::open(path, max_bytes)?;
         let mut previous: Option<TimestampOffset> = None;
-        for entry in file.entries() {
+        for entry in file.entries().iter() {
             if base_offset + entry.relative_offset as i64 >= next_offset {
                 return Err(file.corrupt(format!(
                     "entry {entry:?} points past the segment end {next_offset}"
@@ -391,6 +495,19 @@ impl TimeIndex {
         self.file.is_full()
     }
 
+    /// See [`IndexFile::evict_if_idle`].
+    pub fn evict_if_idle(&mut self) -> bool {
+        self.file.evict_if_idle()
+    }
+
+    pub fn evict(&mut self) -> bool {
+        self.file.evict()
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.file.is_loaded()
+    }
+
     pub fn flush(&mut self, sync: bool) -> io::Result<()> {
         self.file.flush(sync)
     }
@@ -399,6 +516,31 @@ impl TimeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An evicted index is read back on use; one whose file is gone answers
+    /// "no entry" (a scan from the segment start) instead of failing, and
+    /// is read again once the file is back.
+    #[test]
+    fn an_evicted_index_reads_back_or_falls_back_to_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000100.index");
+        let mut index = OffsetIndex::create(&path, 100, 1 << 20).unwrap();
+        index.append(104, 4096);
+        assert!(!index.evict(), "an entry is not on disk yet");
+        index.flush(false).unwrap();
+        assert!(index.evict());
+        assert!(!index.is_loaded());
+        assert_eq!(index.lookup(105), (104, 4096));
+        assert!(index.is_loaded());
+
+        assert!(index.evict());
+        let saved = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(index.lookup(105), (100, 0), "no index: scan from the start");
+        assert!(!index.is_loaded(), "a failed read is not cached");
+        std::fs::write(&path, saved).unwrap();
+        assert_eq!(index.lookup(105), (104, 4096));
+    }
 
     /// Lookups return the largest entry at or below the target, and the
     /// entries survive a flush and reopen byte for byte.

@@ -291,6 +291,11 @@ impl PartitionLog {
         log.high_watermark = options.high_watermark.clamp(log.log_start_offset, leo);
         log.first_dirty_offset = options.cleaner_offset.clamp(log.log_start_offset, leo);
         log.rebuild_producer_state()?;
+        // Sealed segments' indexes are read back when a fetch needs them.
+        let sealed = log.segments.len() - 1;
+        for segment in &mut log.segments[..sealed] {
+            segment.evict_indexes();
+        }
         report.segments = log.segments.len();
         if report.recovered_segments > 0 {
             log.flush(now_ms)?;
@@ -683,6 +688,21 @@ impl PartitionLog {
                 .truncate_from_start(self.log_start_offset)?;
         }
         Ok(self.log_start_offset)
+    }
+
+    /// Drop from memory the indexes of sealed segments unused since the
+    /// previous call; how many were dropped. The active segment's stay.
+    pub fn evict_idle_indexes(&mut self) -> usize {
+        let sealed = self.segments.len() - 1;
+        self.segments[..sealed]
+            .iter_mut()
+            .map(Segment::evict_idle_indexes)
+            .sum()
+    }
+
+    /// How many segment indexes (two per segment) are in memory now.
+    pub fn indexes_in_memory(&self) -> usize {
+        self.segments.iter().map(Segment::indexes_in_memory).sum()
     }
 
     /// Delete the segments that retention (`retention.ms`, `retention.bytes`,
@@ -1717,6 +1737,68 @@ mod tests {
         assert_eq!(region.length, size, "the whole first batch, nothing more");
         let region = log.read(0, size * 100, None).unwrap().region.unwrap();
         assert_eq!(region.length, size * 10);
+    }
+
+    /// Index memory follows use, not the number of segments: a loaded log
+    /// holds only its active segment's indexes; a read of an old segment
+    /// reads that index back; indexes no read touched between two checks
+    /// leave memory; reads and truncation stay right throughout.
+    #[test]
+    fn sealed_segment_indexes_leave_memory_when_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let partition_dir = dir.path().join("t-0");
+        let batch = batch_v2(4, 100, Compression::None);
+        let config = LogConfig {
+            segment_bytes: batch.len() as u64 * 3,
+            index_interval_bytes: 1,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::create(dir.path(), tp(), config.clone(), 0).unwrap();
+        for _ in 0..12 {
+            append(&mut log, &batch, 0);
+        }
+        let segments = log.segments.len();
+        assert!(segments >= 4, "{segments} segments");
+        log.close(1).unwrap();
+
+        let clean = LoadOptions {
+            recovery_point: 48,
+            clean_shutdown: true,
+            ..LoadOptions::default()
+        };
+        let (mut log, _) = PartitionLog::load(&partition_dir, tp(), config, clean, 2).unwrap();
+        assert_eq!(log.indexes_in_memory(), 2, "only the active segment's");
+
+        // A read in the middle of the first segment needs its offset index.
+        let region = log.read(5, 1, None).unwrap().region.unwrap();
+        assert_eq!(
+            (region.position, region.length),
+            (batch.len() as u64, batch.len() as u64)
+        );
+        assert_eq!(log.indexes_in_memory(), 3);
+        assert_eq!(log.evict_idle_indexes(), 0, "used since the last check");
+        assert_eq!(log.evict_idle_indexes(), 1, "idle for a whole period");
+        assert_eq!(log.indexes_in_memory(), 2);
+
+        // Read back on demand, with the same answers.
+        let again = log.read(5, 1, None).unwrap().region.unwrap();
+        assert_eq!(
+            (again.position, again.length),
+            (region.position, region.length)
+        );
+        assert_eq!(
+            log.offset_for_timestamp(0).unwrap().map(|(o, _)| o),
+            Some(0)
+        );
+
+        // Truncating into an evicted segment makes it active and appendable.
+        log.evict_idle_indexes();
+        log.evict_idle_indexes();
+        log.truncate_to(6, 2).unwrap();
+        assert_eq!(log.log_end_offset(), 4);
+        append(&mut log, &batch, 2);
+        let tail = log.read(4, 1, None).unwrap().region.unwrap();
+        assert_eq!(tail.length, batch.len() as u64);
     }
 
     /// Reads never go past `max_offset` (the high watermark), and an offset

@@ -673,6 +673,24 @@ impl Segment {
     pub fn is_dirty(&self) -> bool {
         self.dirty
     }
+    /// Drop both indexes from memory if unused since the previous call
+    /// (they are read back on next use); how many were dropped.
+    pub fn evict_idle_indexes(&mut self) -> usize {
+        usize::from(self.offset_index.evict_if_idle())
+            + usize::from(self.time_index.evict_if_idle())
+    }
+
+    /// Drop both indexes from memory (all their entries are on disk).
+    pub fn evict_indexes(&mut self) {
+        self.offset_index.evict();
+        self.time_index.evict();
+    }
+
+    /// How many of the two indexes are in memory now.
+    pub fn indexes_in_memory(&self) -> usize {
+        usize::from(self.offset_index.is_loaded()) + usize::from(self.time_index.is_loaded())
+    }
+
     pub fn indexes_full(&self) -> bool {
         self.offset_index.is_full() || self.time_index.is_full()
     }
