@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 /// One fixed-size entry of an index file.
 pub trait IndexEntry: Copy + std::fmt::Debug {
     const SIZE: usize;
+    /// The entry's offset, relative to its segment's base offset.
+    fn relative_offset(&self) -> u32;
     fn encode(&self, out: &mut [u8]);
     fn decode(bytes: &[u8]) -> Self;
 }
@@ -29,6 +31,9 @@ pub struct OffsetPosition {
 
 impl IndexEntry for OffsetPosition {
     const SIZE: usize = 8;
+    fn relative_offset(&self) -> u32 {
+        self.relative_offset
+    }
     fn encode(&self, out: &mut [u8]) {
         out[..4].copy_from_slice(&self.relative_offset.to_be_bytes());
         out[4..8].copy_from_slice(&self.position.to_be_bytes());
@@ -50,6 +55,9 @@ pub struct TimestampOffset {
 
 impl IndexEntry for TimestampOffset {
     const SIZE: usize = 12;
+    fn relative_offset(&self) -> u32 {
+        self.relative_offset
+    }
     fn encode(&self, out: &mut [u8]) {
         out[..8].copy_from_slice(&self.timestamp.to_be_bytes());
         out[8..12].copy_from_slice(&self.relative_offset.to_be_bytes());
@@ -284,75 +292,24 @@ fn read_entries<E: IndexEntry>(file: &File, count: usize) -> io::Result<Vec<E>> 
     Ok(bytes.chunks_exact(E::SIZE).map(E::decode).collect())
 }
 
-/// The `.index` of a segment.
+/// A sparse index of one segment: entries relative to its base offset.
 #[derive(Debug)]
-pub struct OffsetIndex {
+pub struct SparseIndex<E: IndexEntry> {
     base_offset: i64,
-    file: IndexFile<OffsetPosition>,
+    file: IndexFile<E>,
 }
 
-impl OffsetIndex {
+/// The `.index` of a segment.
+pub type OffsetIndex = SparseIndex<OffsetPosition>;
+/// The `.timeindex` of a segment.
+pub type TimeIndex = SparseIndex<TimestampOffset>;
+
+impl<E: IndexEntry> SparseIndex<E> {
     pub fn create(path: &Path, base_offset: i64, max_bytes: u64) -> io::Result<Self> {
-        Ok(OffsetIndex {
+        Ok(SparseIndex {
             base_offset,
             file: IndexFile::create(path, max_bytes)?,
         })
-    }
-
-    /// Open and sanity-check against the log's size: offsets strictly
-    /// increasing, positions increasing and inside the log.
-    pub fn open(
-        path: &Path,
-        base_offset: i64,
-        max_bytes: u64,
-        log_size: u64,
-    ) -> Result<Self, IndexError> {
-        let file = IndexFile::<OffsetPosition>::open(path, max_bytes)?;
-        let mut previous: Option<OffsetPosition> = None;
-        for entry in file.entries().iter() {
-            if entry.position as u64 >= log_size {
-                return Err(file.corrupt(format!(
-                    "entry {entry:?} points past the log end {log_size}"
-                )));
-            }
-            if let Some(prev) = previous {
-                if entry.relative_offset <= prev.relative_offset || entry.position <= prev.position
-                {
-                    return Err(file.corrupt(format!("entry {entry:?} is out of order")));
-                }
-            }
-            previous = Some(*entry);
-        }
-        Ok(OffsetIndex { base_offset, file })
-    }
-
-    pub fn append(&mut self, offset: i64, position: u64) {
-        let entry = OffsetPosition {
-            relative_offset: (offset - self.base_offset) as u32,
-            position: position as u32,
-        };
-        if self
-            .file
-            .last()
-            .is_none_or(|last| last.relative_offset < entry.relative_offset)
-        {
-            self.file.push(entry);
-        }
-    }
-
-    /// The largest indexed offset at or below `offset`, and its position;
-    /// the segment start when there is none.
-    pub fn lookup(&self, offset: i64) -> (i64, u64) {
-        let entries = self.file.entries();
-        let target = offset - self.base_offset;
-        let at = entries.partition_point(|e| (e.relative_offset as i64) <= target);
-        match at.checked_sub(1).map(|i| entries[i]) {
-            Some(e) => (
-                self.base_offset + e.relative_offset as i64,
-                e.position as u64,
-            ),
-            None => (self.base_offset, 0),
-        }
     }
 
     /// Drop entries for offsets at or past `offset`.
@@ -361,21 +318,8 @@ impl OffsetIndex {
         let keep = self
             .file
             .entries()
-            .partition_point(|e| (e.relative_offset as i64) < target);
+            .partition_point(|e| i64::from(e.relative_offset()) < target);
         self.file.truncate(keep)
-    }
-
-    /// The indexed entry with the largest position at or below `position`:
-    /// (its last offset, its position).
-    pub fn floor_position(&self, position: u64) -> Option<(i64, u64)> {
-        let entries = self.file.entries();
-        let at = entries.partition_point(|e| e.position as u64 <= position);
-        at.checked_sub(1).map(|i| {
-            (
-                self.base_offset + entries[i].relative_offset as i64,
-                entries[i].position as u64,
-            )
-        })
     }
 
     pub fn is_full(&self) -> bool {
@@ -408,21 +352,78 @@ impl OffsetIndex {
     }
 }
 
-/// The `.timeindex` of a segment.
-#[derive(Debug)]
-pub struct TimeIndex {
-    base_offset: i64,
-    file: IndexFile<TimestampOffset>,
-}
-
-impl TimeIndex {
-    pub fn create(path: &Path, base_offset: i64, max_bytes: u64) -> io::Result<Self> {
-        Ok(TimeIndex {
-            base_offset,
-            file: IndexFile::create(path, max_bytes)?,
-        })
+impl SparseIndex<OffsetPosition> {
+    /// Open and sanity-check against the log's size: offsets strictly
+    /// increasing, positions increasing and inside the log.
+    pub fn open(
+        path: &Path,
+        base_offset: i64,
+        max_bytes: u64,
+        log_size: u64,
+    ) -> Result<Self, IndexError> {
+        let file = IndexFile::<OffsetPosition>::open(path, max_bytes)?;
+        let mut previous: Option<OffsetPosition> = None;
+        for entry in file.entries().iter() {
+            if entry.position as u64 >= log_size {
+                return Err(file.corrupt(format!(
+                    "entry {entry:?} points past the log end {log_size}"
+                )));
+            }
+            if let Some(prev) = previous {
+                if entry.relative_offset <= prev.relative_offset || entry.position <= prev.position
+                {
+                    return Err(file.corrupt(format!("entry {entry:?} is out of order")));
+                }
+            }
+            previous = Some(*entry);
+        }
+        Ok(SparseIndex { base_offset, file })
     }
 
+    pub fn append(&mut self, offset: i64, position: u64) {
+        let entry = OffsetPosition {
+            relative_offset: (offset - self.base_offset) as u32,
+            position: position as u32,
+        };
+        if self
+            .file
+            .last()
+            .is_none_or(|last| last.relative_offset < entry.relative_offset)
+        {
+            self.file.push(entry);
+        }
+    }
+
+    /// The largest indexed offset at or below `offset`, and its position;
+    /// the segment start when there is none.
+    pub fn lookup(&self, offset: i64) -> (i64, u64) {
+        let entries = self.file.entries();
+        let target = offset - self.base_offset;
+        let at = entries.partition_point(|e| (e.relative_offset as i64) <= target);
+        match at.checked_sub(1).map(|i| entries[i]) {
+            Some(e) => (
+                self.base_offset + e.relative_offset as i64,
+                e.position as u64,
+            ),
+            None => (self.base_offset, 0),
+        }
+    }
+
+    /// The indexed entry with the largest position at or below `position`:
+    /// (its last offset, its position).
+    pub fn floor_position(&self, position: u64) -> Option<(i64, u64)> {
+        let entries = self.file.entries();
+        let at = entries.partition_point(|e| e.position as u64 <= position);
+        at.checked_sub(1).map(|i| {
+            (
+                self.base_offset + entries[i].relative_offset as i64,
+                entries[i].position as u64,
+            )
+        })
+    }
+}
+
+impl SparseIndex<TimestampOffset> {
     /// Open and sanity-check: timestamps and offsets never go backwards, and
     /// no offset lies at or past the segment's end `next_offset`.
     pub fn open(
@@ -447,7 +448,7 @@ impl TimeIndex {
             }
             previous = Some(*entry);
         }
-        Ok(TimeIndex { base_offset, file })
+        Ok(SparseIndex { base_offset, file })
     }
 
     /// Record `timestamp` at `offset` when it is a new maximum.
@@ -480,36 +481,6 @@ impl TimeIndex {
 
     pub fn max_timestamp(&self) -> Option<i64> {
         self.file.last().map(|e| e.timestamp)
-    }
-
-    pub fn truncate_to(&mut self, offset: i64) -> io::Result<()> {
-        let target = offset - self.base_offset;
-        let keep = self
-            .file
-            .entries()
-            .partition_point(|e| (e.relative_offset as i64) < target);
-        self.file.truncate(keep)
-    }
-
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
-    }
-
-    /// See [`IndexFile::evict_if_idle`].
-    pub fn evict_if_idle(&mut self) -> bool {
-        self.file.evict_if_idle()
-    }
-
-    pub fn evict(&mut self) -> bool {
-        self.file.evict()
-    }
-
-    pub fn is_loaded(&self) -> bool {
-        self.file.is_loaded()
-    }
-
-    pub fn flush(&mut self, sync: bool) -> io::Result<()> {
-        self.file.flush(sync)
     }
 }
 
