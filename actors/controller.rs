@@ -1667,7 +1667,7 @@ impl Controller {
             crate::metadata::znodes::DeleteTopicsZNode::PATH,
             |names| DeletionsRequested { names },
         );
-        self.follow_children(ctx, BrokerIdsZNode::PATH, |ids| BrokersChanged { ids });
+        self.follow_children(ctx, BrokerIdsZNode::PATH, |_| BrokersChanged {});
         self.follow_children(ctx, IsrChangeNotificationZNode::PATH, |names| {
             IsrChangesNotified { names }
         });
@@ -1925,10 +1925,10 @@ impl actix::Supervised for Controller {
 
 /// Declares a controller request; requests run one at a time, in order.
 macro_rules! controller_request {
-    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? } -> $out:ty, $method:ident) => {
+    ($(#[$doc:meta])* $name:ident { $($(#[$field_doc:meta])* $field:ident : $ty:ty),* $(,)? } -> $out:ty, $method:ident) => {
         $(#[$doc])*
         #[derive(Debug)]
-        pub struct $name { $(pub $field: $ty),* }
+        pub struct $name { $($(#[$field_doc])* pub $field: $ty),* }
 
         impl Message for $name {
             type Result = Result<$out, TopicError>;
@@ -2902,9 +2902,8 @@ controller_request!(
 
 controller_request!(
     /// The children of `/brokers/ids`, read after a change.
-    BrokersChanged {
-        ids: Vec<String>,
-    } -> (), brokers_changed
+    /// (The handler reads the registrations again, with their epochs.)
+    BrokersChanged {} -> (), brokers_changed
 );
 
 /// A LeaderAndIsr request from the controller (this broker's or another's).

@@ -24,61 +24,88 @@ use crate::topic_partition::TopicPartition;
 #[derive(Debug, Clone, PartialEq, Eq, Message)]
 #[rtype(result = "()")]
 pub enum BrokerEvent {
+    /// A topic was created (on this broker's view of the cluster).
     TopicCreated {
+        /// The topic's name.
         topic: String,
+        /// Its partition count.
         partitions: i32,
     },
+    /// A topic was deleted; its committed offsets are tombstoned.
     TopicDeleted {
+        /// The topic's name.
         topic: String,
+        /// The partition count it had.
         partitions: i32,
     },
+    /// A topic's dynamic config changed (AlterConfigs).
     TopicConfigChanged {
+        /// The topic's name.
         topic: String,
     },
     /// This broker now leads `tp`.
     LeadershipGained {
+        /// The partition.
         tp: TopicPartition,
+        /// The epoch this leadership runs in.
         leader_epoch: i32,
     },
     /// This broker no longer leads `tp` (deletion, shutdown, a new leader).
     LeadershipLost {
+        /// The partition.
         tp: TopicPartition,
     },
     /// Records became committed (readable by consumers): the new high
     /// watermark, and how many records and bytes moved below it.
     HighWatermarkAdvanced {
+        /// The partition.
         tp: TopicPartition,
+        /// The new high watermark.
         high_watermark: i64,
+        /// Records newly below it.
         records: i64,
+        /// Bytes newly below it.
         bytes: u64,
     },
     /// A group commit fsynced `tp` up to `recovery_point`, answering
     /// `produces` appends that waited for it (`flush.messages`).
     LogFlushed {
+        /// The partition.
         tp: TopicPartition,
+        /// Offsets below it are on disk.
         recovery_point: i64,
+        /// Produce requests the flush answered.
         produces: usize,
     },
     /// A rebalance completed: the group is Stable in `generation_id`.
     GroupRebalanced {
+        /// The group.
         group_id: String,
+        /// Its new generation.
         generation_id: i32,
+        /// Members in that generation.
         members: usize,
     },
     /// The group's last member left; it is Empty.
     GroupEmptied {
+        /// The group.
         group_id: String,
     },
+    /// A broker registered in the cluster (its `/brokers/ids` znode appeared).
     BrokerRegistered {
+        /// Its id.
         broker_id: i32,
     },
+    /// A broker left the cluster (its session ended).
     BrokerLeft {
+        /// Its id.
         broker_id: i32,
     },
 }
 
 /// The kinds of `BrokerEvent`, for subscriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // one per `BrokerEvent` variant, named alike
 pub enum EventKind {
     TopicCreated,
     TopicDeleted,
@@ -94,6 +121,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, for a subscriber that wants them all.
     pub const ALL: [EventKind; 11] = [
         EventKind::TopicCreated,
         EventKind::TopicDeleted,
@@ -114,6 +142,7 @@ impl EventKind {
 }
 
 impl BrokerEvent {
+    /// Which kind of event this is.
     pub fn kind(&self) -> EventKind {
         match self {
             BrokerEvent::TopicCreated { .. } => EventKind::TopicCreated,
@@ -150,6 +179,7 @@ struct Subscribers {
 pub struct EventBus(Arc<Subscribers>);
 
 impl EventBus {
+    /// A bus with no subscribers.
     pub fn new() -> Self {
         EventBus::default()
     }
@@ -207,6 +237,7 @@ impl EventBus {
         self.0.dropped.load(Ordering::Relaxed)
     }
 
+    /// How many subscriptions there are.
     pub fn subscribers(&self) -> usize {
         match self.0.list.read() {
             Ok(list) => list.len(),

@@ -71,17 +71,23 @@ pub(crate) fn starter<E: Extension>(extension: E) -> ExtensionStarter {
 /// Why an extension's request failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExtensionError {
+    /// No such partition on this broker.
     #[error("unknown topic or partition {0}")]
     UnknownPartition(TopicPartition),
     /// The broker answered with this Kafka error code.
     #[error("{what} failed with Kafka error {code}: {message}")]
     Kafka {
+        /// The operation (`produce`, `create topic`, ...).
         what: &'static str,
+        /// Kafka's error code.
         code: i16,
+        /// What the broker said.
         message: String,
     },
+    /// Records that could not be encoded or decoded.
     #[error("records could not be encoded or decoded: {0}")]
     Records(String),
+    /// The broker is stopping.
     #[error("the broker is shutting down")]
     Stopped,
 }
@@ -104,10 +110,15 @@ pub use crate::protocol::records::NewRecord as ProducedRecord;
 /// A committed record as an extension reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedRecord {
+    /// Its offset in the partition.
     pub offset: i64,
+    /// Its timestamp (CreateTime or LogAppendTime, as the topic says).
     pub timestamp: i64,
+    /// Its key, if any.
     pub key: Option<Bytes>,
+    /// Its value; `None` is a tombstone.
     pub value: Option<Bytes>,
+    /// Its headers, in order.
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 
@@ -115,9 +126,13 @@ pub struct CommittedRecord {
 /// where the next read starts.
 #[derive(Debug, Clone)]
 pub struct CommittedRead {
+    /// The records read, in offset order.
     pub records: Vec<CommittedRecord>,
+    /// Where the next read starts.
     pub next_offset: i64,
+    /// The partition's high watermark when read.
     pub high_watermark: i64,
+    /// The partition's log start offset when read.
     pub log_start_offset: i64,
 }
 
@@ -158,6 +173,7 @@ impl ExtensionContext {
         }
     }
 
+    /// The extension's name.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -173,6 +189,7 @@ impl ExtensionContext {
         &self.link
     }
 
+    /// The broker's clock, in milliseconds since the epoch.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -518,7 +535,9 @@ impl ExtensionContext {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), ExtensionError>")]
 pub struct CommittedRecords {
+    /// The partition they come from.
     pub tp: TopicPartition,
+    /// The records, in offset order.
     pub records: Vec<CommittedRecord>,
 }
 
@@ -529,6 +548,7 @@ pub struct RecordSubscription {
 }
 
 impl RecordSubscription {
+    /// Stop delivering.
     pub fn cancel(&self) {
         for task in &self.tasks {
             task.abort();

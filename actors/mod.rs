@@ -12,17 +12,21 @@
 //! it owns and what it must never do, its messages next to it, and a line in
 //! ARCHITECTURE.md.
 
-pub mod acceptor;
-pub mod connection;
-pub mod consumer_group;
-pub mod controller;
-pub mod controller_channel;
+// What an extension uses.
 pub mod event_bus;
 pub mod extension;
-pub mod group_coordinator;
-pub mod log;
-pub mod log_cleaner;
-pub mod partition;
-pub mod pool;
-pub mod replica_fetcher;
 pub mod supervisor;
+
+crate::internal_modules! {
+    mod acceptor;
+    mod connection;
+    mod consumer_group;
+    mod controller;
+    mod controller_channel;
+    mod group_coordinator;
+    mod log;
+    mod log_cleaner;
+    mod partition;
+    mod pool;
+    mod replica_fetcher;
+}

@@ -86,6 +86,7 @@ pub struct PartitionAssignment {
 }
 
 impl PartitionAssignment {
+    #[cfg(any(test, feature = "internals"))]
     /// A partition with one replica, this broker (embedded mode, tests).
     pub fn sole_replica(broker_id: i32) -> PartitionAssignment {
         PartitionAssignment {
@@ -111,6 +112,7 @@ pub struct ReplicaContext {
 }
 
 impl ReplicaContext {
+    #[cfg(any(test, feature = "internals"))]
     /// A lone broker's replicas: no metadata store to write ISRs to (an
     /// embedder's or a test's partition actor).
     pub fn standalone(broker_id: i32, clock: SharedClock) -> ReplicaContext {
@@ -125,13 +127,12 @@ impl ReplicaContext {
 }
 
 /// Where to reach a partition: its actor, its high watermark and log end
-/// offset feeds, and its supervision record.
+/// offset feeds.
 #[derive(Clone)]
 pub struct PartitionHandle {
     pub addr: Addr<PartitionActor>,
     pub high_watermark: watch::Receiver<i64>,
     pub log_end_offset: watch::Receiver<i64>,
-    pub supervision: SupervisorLink,
 }
 
 enum Role {
@@ -235,7 +236,6 @@ impl PartitionActor {
             addr: supervise(arbiter, spec, link.clone(), move |_| actor),
             high_watermark: high_watermark_feed,
             log_end_offset: log_end_offset_feed,
-            supervision: link,
         }
     }
 

@@ -35,10 +35,13 @@ impl ActorPool {
         self.0[(hasher.finish() % self.0.len() as u64) as usize].clone()
     }
 
+    #[cfg(any(test, feature = "internals"))]
+    /// How many arbiters the pool has.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -683,7 +683,8 @@ impl ReplicaFetchers {
         }
     }
 
-    /// Which leader `tp` is copied from, if any.
+    /// Which leader `tp` is copied from, if any (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn leader_of(&self, tp: &TopicPartition) -> Option<i32> {
         self.table().following.get(tp).map(|(leader, _)| *leader)
     }

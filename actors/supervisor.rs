@@ -47,6 +47,7 @@ impl Default for RestartBudget {
 }
 
 impl RestartBudget {
+    /// At most `max_restarts` restarts within any `window`.
     pub fn new(max_restarts: usize, window: Duration) -> Self {
         RestartBudget {
             max_restarts,
@@ -98,6 +99,7 @@ pub enum Escalation {
 pub struct BrokerFatal(Arc<tokio::sync::watch::Sender<Option<String>>>);
 
 impl BrokerFatal {
+    /// A sender, and the receiver `main` waits on.
     pub fn new() -> (BrokerFatal, tokio::sync::watch::Receiver<Option<String>>) {
         let (sender, receiver) = tokio::sync::watch::channel(None);
         (BrokerFatal(Arc::new(sender)), receiver)
@@ -121,8 +123,11 @@ impl BrokerFatal {
 pub struct ChildSpec {
     /// Names the child in log lines ("partition t-0", "group g").
     pub name: String,
+    /// Restarts allowed within `window` before escalating.
     pub max_restarts: usize,
+    /// The window of the restart budget.
     pub window: Duration,
+    /// What happens when the budget is spent.
     pub escalation: Escalation,
 }
 
@@ -158,6 +163,7 @@ impl SupervisorLink {
         self.0.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// Whether a deliberate stop was asked for.
     pub fn is_stopping(&self) -> bool {
         self.0.stopping.load(Ordering::SeqCst)
     }

@@ -37,35 +37,47 @@ use crate::metadata::{EmbeddedStore, ZooKeeperStore, EMBEDDED_STORE_FILE_NAME};
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
     #[error("storage: {0}")]
+    /// The log actor failed to start or stop.
     Log(#[from] LogActorError),
     #[error("metadata store: {0}")]
+    /// The metadata store failed.
     Metadata(#[from] MetadataError),
     #[error("zookeeper.connect={connect}: {source}")]
+    /// ZooKeeper could not be reached.
     ZooKeeper {
+        /// The `zookeeper.connect` asked for.
         connect: String,
+        /// Why not.
         source: MetadataError,
     },
     #[error("controller: {0}")]
+    /// The controller refused a start-up step.
     Controller(#[from] TopicError),
     #[error("cannot listen on {address}: {source}")]
+    /// The listener could not bind.
     Listen {
+        /// The address asked for.
         address: String,
+        /// Why not.
         source: std::io::Error,
     },
     #[error("{0}")]
+    /// An invalid combination of settings.
     Config(String),
 }
 
 /// A running broker.
 pub struct BrokerHandle {
+    /// The configuration it runs with.
     pub config: BrokerConfig,
-    pub log: Addr<LogActor>,
-    pub controller: Addr<Controller>,
-    pub context: Arc<BrokerContext>,
+    log: Addr<LogActor>,
+    controller: Addr<Controller>,
+    context: Arc<BrokerContext>,
     /// The address the listener is bound to (the real port when 0 was asked).
     pub bound: SocketAddr,
-    /// What start-up loaded, partition by partition.
-    pub loaded: Vec<LoadedLog>,
+    /// What start-up loaded, partition by partition (tests read it).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    loaded: Vec<LoadedLog>,
     /// The broker's event bus.
     pub events: EventBus,
     /// The supervision record of each extension, by name.
@@ -78,6 +90,7 @@ pub struct BrokerHandle {
     store: Arc<dyn MetadataStore>,
 }
 
+/// Starts brokers: see [`Broker::builder`].
 pub struct Broker;
 
 /// Builds a broker: its config, optionally a clock and extensions.
@@ -89,6 +102,7 @@ pub struct BrokerBuilder {
 }
 
 impl Broker {
+    /// A builder for a broker on `config`, the wall clock, the embedded or ZooKeeper store as `zookeeper.connect` says, and no extensions.
     pub fn builder(config: BrokerConfig) -> BrokerBuilder {
         BrokerBuilder {
             config,
@@ -103,6 +117,7 @@ impl Broker {
         Self::builder(config).start().await
     }
 
+    /// Start a broker on `clock`. Must run inside an actix system.
     pub async fn start_with_clock(
         config: BrokerConfig,
         clock: SharedClock,
@@ -242,7 +257,6 @@ impl BrokerBuilder {
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             broker_id: config.broker_id.max(0),
-            log: log.clone(),
             controller: controller.clone(),
             groups,
             partitions,
@@ -361,6 +375,7 @@ fn advertised_endpoint(config: &BrokerConfig, bound: SocketAddr) -> AdvertisedEn
 /// Why a served broker stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
+    /// A signal (SIGTERM, SIGINT) asked for a stop.
     Signal(&'static str),
     /// A broker-wide actor failed past its restart budget.
     Fatal(String),
@@ -385,6 +400,17 @@ impl StopSignals {
 }
 
 impl BrokerHandle {
+    /// The log actor (the crate's own tests drive storage through it).
+    #[cfg(feature = "internals")]
+    pub fn log(&self) -> &Addr<LogActor> {
+        &self.log
+    }
+
+    /// What start-up loaded, partition by partition.
+    #[cfg(feature = "internals")]
+    pub fn loaded(&self) -> &[LoadedLog] {
+        &self.loaded
+    }
     /// Serve until SIGTERM/SIGINT, a fatal failure, or `deadline`, then
     /// shut down cleanly; says why it stopped.
     pub async fn serve_until_stopped(

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// A source of time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
@@ -27,9 +28,11 @@ impl Clock for SystemClock {
 pub struct ManualClock(Arc<AtomicI64>);
 
 impl ManualClock {
+    /// A clock at `now_ms`.
     pub fn new(now_ms: i64) -> Self {
         ManualClock(Arc::new(AtomicI64::new(now_ms)))
     }
+    /// Move the clock `ms` forward.
     pub fn advance(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::SeqCst);
     }
@@ -41,4 +44,5 @@ impl Clock for ManualClock {
     }
 }
 
+/// A clock shared between actors.
 pub type SharedClock = Arc<dyn Clock>;

@@ -15,28 +15,53 @@
 //! - `actors` (the top-level `actors/` folder): acceptor, connection,
 //!   controller, partition, log actor and shards, supervision.
 //!
-//! `ARCHITECTURE.md` at the repository root is the map.
+//! The public API is `broker`, `config`, `clock`, `topic_partition` and
+//! `actors::{extension, event_bus, supervisor}`: enough to run a broker,
+//! embed one, and extend it with actors. The other modules are internal
+//! (see `internal_modules!`). `ARCHITECTURE.md` at the repository root is
+//! the map.
 
 // No unwrap/expect where a request or a disk read can reach: outside
 // tests, errors are typed (clippy enforces it in CI).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![cfg_attr(not(feature = "internals"), warn(missing_docs))]
 
-pub mod api;
-pub mod broker;
-pub mod clock;
-pub mod cluster;
-pub mod config;
-pub mod controlled_shutdown;
-pub mod group;
-pub mod metadata;
-pub mod net;
-pub mod open_files;
-pub mod producer_ids;
-pub mod protocol;
-pub mod replication;
-pub mod storage;
-pub mod topic_config;
-pub mod topic_partition;
+/// Declares internal modules: crate-visible, and `pub` (hidden from the
+/// docs) only under the `internals` feature, which the crate's own tests
+/// and benches turn on through a dev-dependency on itself. A build without
+/// it, such as the daemon's, checks that the public API stands alone.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* mod $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+pub(crate) use internal_modules;
 
+// The public API: what `main`, embedders and extensions use.
 #[path = "../actors/mod.rs"]
 pub mod actors;
+pub mod broker;
+pub mod clock;
+pub mod config;
+pub mod topic_partition;
+
+internal_modules! {
+    mod api;
+    mod cluster;
+    mod controlled_shutdown;
+    mod group;
+    mod metadata;
+    mod net;
+    mod open_files;
+    mod producer_ids;
+    mod protocol;
+    mod replication;
+    mod storage;
+    mod topic_config;
+}

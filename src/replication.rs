@@ -80,7 +80,6 @@ pub struct LeaderState {
     /// it never moves on the strength of a replica the store does not yet
     /// call in sync, nor forgets one it still does.
     pub pending_isr: Option<BTreeSet<i32>>,
-    pub replicas: Vec<i32>,
     /// The partition state znode's version, for conditional ISR writes.
     pub zk_version: i32,
     /// The log end offset when this epoch began: a follower joins the ISR
@@ -125,13 +124,13 @@ impl LeaderState {
             leader_epoch,
             isr,
             pending_isr: None,
-            replicas: replicas.to_vec(),
             zk_version,
             epoch_start_offset,
             followers,
         }
     }
 
+    #[cfg(test)]
     pub fn follower(&self, id: i32) -> Option<&FollowerState> {
         self.followers.get(&id)
     }

@@ -3,12 +3,16 @@
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// One partition of a topic.
 pub struct TopicPartition {
+    /// The topic's name.
     pub topic: String,
+    /// The partition's index.
     pub partition: i32,
 }
 
 impl TopicPartition {
+    /// The partition `partition` of `topic`.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
         TopicPartition {
             topic: topic.into(),

@@ -60,9 +60,9 @@ fn writer_child() {
     };
     actix_rt::System::new().block_on(async move {
         let broker = Broker::start(broker_config(&dir)).await.unwrap();
-        if broker.loaded.is_empty() {
+        if broker.loaded().is_empty() {
             broker
-                .log
+                .log()
                 .send(CreateLog {
                     tp: tp(),
                     config: LogConfig {
@@ -75,7 +75,7 @@ fn writer_child() {
                 .unwrap();
         }
         let start = broker
-            .loaded
+            .loaded()
             .first()
             .and_then(|l| l.offsets.as_ref().ok())
             .map_or(0, |o| o.log_end_offset);
@@ -84,7 +84,7 @@ fn writer_child() {
         for i in 0..MAX_APPENDS {
             let n = (start / 5) as usize + i;
             let info = broker
-                .log
+                .log()
                 .send(Append {
                     tp: tp(),
                     records: batch(n).freeze(),
@@ -150,7 +150,7 @@ fn run_and_kill(dir: &str, acks: usize) -> i64 {
 fn verify(dir: &str, last_ack: i64) -> i64 {
     actix_rt::System::new().block_on(async move {
         let broker = Broker::start(broker_config(dir)).await.unwrap();
-        let loaded = &broker.loaded;
+        let loaded = broker.loaded();
         assert_eq!(loaded.len(), 1);
         let leo = loaded[0].offsets.as_ref().unwrap().log_end_offset;
         assert!(
@@ -161,7 +161,7 @@ fn verify(dir: &str, last_ack: i64) -> i64 {
         let mut offset = 0;
         while offset < leo {
             let read = broker
-                .log
+                .log()
                 .send(Read {
                     tp: tp(),
                     offset,

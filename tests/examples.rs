@@ -570,3 +570,51 @@ fn topic_counter_serves_counts_as_records() {
     let (status, said) = broker.terminate();
     assert!(status.success(), "{said:?}");
 }
+
+/// Examples are built with the dev-dependencies, where the crate's
+/// internals are visible (the `internals` feature), so the compiler cannot
+/// tell whether they keep to the public API; this reads their paths.
+#[test]
+fn examples_use_only_the_public_api() {
+    const PUBLIC: [&str; 7] = [
+        "ferrolog::broker",
+        "ferrolog::clock",
+        "ferrolog::config",
+        "ferrolog::topic_partition",
+        "ferrolog::actors::extension",
+        "ferrolog::actors::event_bus",
+        "ferrolog::actors::supervisor",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files = vec![root.clone()];
+    let mut checked = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("examples/ is readable") {
+                files.push(entry.expect("a directory entry").path());
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("an example is readable");
+        for (at, _) in text.match_indices("ferrolog::") {
+            let rest = &text[at..];
+            let path_text: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            assert!(
+                PUBLIC.iter().any(|public| path_text.starts_with(public)),
+                "{} uses {path_text}, which is not the public API",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 5,
+        "only {checked} ferrolog paths found: wrong directory?"
+    );
+}

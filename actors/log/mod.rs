@@ -35,7 +35,7 @@ pub use shard::{
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,
-    FlushLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
+    FlushDueLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
 };
 
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -119,6 +119,8 @@ impl LogActorConfig {
 /// What loading found for one partition at start-up.
 #[derive(Debug)]
 pub struct LoadedLog {
+    /// The partition.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub tp: TopicPartition,
     pub offsets: Result<LogOffsets, String>,
     /// Segments re-read and checked because they were past the recovery
@@ -299,6 +301,7 @@ pub struct LogActor {
 }
 
 impl LogActor {
+    #[cfg(any(test, feature = "internals"))]
     /// Open the log directories, start the shards, load every partition found
     /// (recovering those not shut down cleanly, shards in parallel), then
     /// start the actor under a supervisor. Must run inside an actix system.
@@ -422,7 +425,7 @@ impl LogActor {
         }
         if let Some(every) = interval(self.config.flush_scheduler_interval_ms) {
             ctx.run_interval(every, |actor, ctx| {
-                let flush = actor.shards.broadcast(|| FlushLogs::Due);
+                let flush = actor.shards.broadcast(|| FlushDueLogs);
                 ctx.spawn(fut::wrap_future(async move {
                     log_failures("scheduled flush", flush.await);
                 }));

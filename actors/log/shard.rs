@@ -677,30 +677,20 @@ impl Handler<DeleteShardLog> for LogShard {
     }
 }
 
-/// fsync every log (`Some`), or only those whose `flush.ms` has passed.
+/// fsync the logs whose `flush.ms` has passed.
 #[derive(Debug, Clone, Copy)]
-pub enum FlushLogs {
-    All,
-    Due,
-}
+pub struct FlushDueLogs;
 
-impl Message for FlushLogs {
+impl Message for FlushDueLogs {
     type Result = Result<(), LogActorError>;
 }
 
-impl Handler<FlushLogs> for LogShard {
+impl Handler<FlushDueLogs> for LogShard {
     type Result = Result<(), LogActorError>;
 
-    fn handle(&mut self, msg: FlushLogs, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _msg: FlushDueLogs, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("flush", |shard| {
-            match msg {
-                FlushLogs::All => {
-                    shard.for_each_log(|log, now| log.flush(now));
-                }
-                FlushLogs::Due => {
-                    shard.for_each_log(|log, now| log.maybe_flush(now));
-                }
-            }
+            shard.for_each_log(|log, now| log.maybe_flush(now));
             Ok(())
         })
     }

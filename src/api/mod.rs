@@ -45,7 +45,7 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use crate::actors::consumer_group::ConsumerGroup;
 use crate::actors::controller::Controller;
 use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
-use crate::actors::log::{LogActor, LogActorError};
+use crate::actors::log::LogActorError;
 use crate::actors::partition::{PartitionHandle, PartitionRegistry};
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
@@ -59,7 +59,6 @@ use crate::topic_partition::TopicPartition;
 pub struct BrokerContext {
     pub config: BrokerConfig,
     pub broker_id: i32,
-    pub log: Addr<LogActor>,
     pub controller: Addr<Controller>,
     pub groups: Addr<GroupCoordinator>,
     pub partitions: PartitionRegistry,

@@ -24,10 +24,13 @@ use crate::topic_config::ConfigKind;
 pub enum Rule {
     /// Kafka `SHORT`/`INT`/`LONG` at least the given value.
     Short(i64),
+    /// Kafka `INT` at least the given value.
     Int(i64),
+    /// Kafka `LONG` at least the given value.
     Long(i64),
     /// Kafka `DOUBLE` in `[min, max]`.
     Double(f64, f64),
+    /// Kafka `BOOLEAN`.
     Boolean,
     /// A name the value's type knows (codec, timestamp type, ...).
     Str,
@@ -38,6 +41,7 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// The Kafka config type DescribeConfigs reports.
     pub const fn kind(self) -> ConfigKind {
         match self {
             Rule::Short(_) => ConfigKind::Short,
@@ -64,8 +68,11 @@ impl Rule {
 /// One broker key as the table declares it.
 #[derive(Debug, Clone, Copy)]
 pub struct BrokerKeyDef {
+    /// Kafka's name of the key.
     pub name: &'static str,
+    /// Its Kafka config type.
     pub kind: ConfigKind,
+    /// One line for operators (DescribeConfigs `documentation`).
     pub doc: &'static str,
     /// `Some(why)`: accepted and checked, but it changes nothing yet; the
     /// broker says so at start-up when a file sets it.
@@ -83,7 +90,9 @@ pub fn broker_key(name: &str) -> Option<&'static BrokerKeyDef> {
 /// A value type a key can have: parsed from the file's text under a
 /// [`Rule`], and printed back as Kafka prints it.
 pub trait KeyValue: Sized {
+    /// Parse `raw`, the value of `key`, under `rule`.
     fn parse(key: &str, raw: &str, rule: Rule) -> Result<Self, ConfigError>;
+    /// The value as Kafka prints it.
     fn text(&self) -> String;
 }
 

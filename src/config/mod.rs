@@ -34,19 +34,36 @@ const MIN_INDEX_BYTES: i64 = 4;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {}: {source}", path.display())]
+    /// The file could not be read.
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// Why not.
         source: std::io::Error,
     },
     #[error("malformed properties: {reason}")]
-    Parse { reason: String },
+    /// The file is not a valid properties file.
+    Parse {
+        /// What is wrong, and where.
+        reason: String,
+    },
     #[error("invalid --override '{arg}': {reason}")]
-    Override { arg: String, reason: String },
+    /// An `--override` is not `key=value`.
+    Override {
+        /// The argument given.
+        arg: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     #[error("invalid value '{value}' for {key}: {reason}")]
+    /// A value Kafka would refuse.
     InvalidValue {
+        /// The key.
         key: String,
+        /// The value given.
         value: String,
+        /// Why it is refused.
         reason: String,
     },
 }
@@ -62,6 +79,7 @@ pub enum ReplicaSelector {
 }
 
 impl ReplicaSelector {
+    /// The class name of Kafka's rack-aware selector, the one built in.
     pub const RACK_AWARE_CLASS: &'static str =
         "org.apache.kafka.common.replica.RackAwareReplicaSelector";
 
@@ -84,7 +102,9 @@ impl ReplicaSelector {
 /// Something worth telling the operator that does not stop the broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning {
+    /// The key concerned.
     pub key: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

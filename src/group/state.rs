@@ -462,6 +462,8 @@ impl Group {
         self.protocol_name.as_deref()
     }
 
+    #[cfg(any(test, feature = "internals"))]
+    /// The member id of the group's leader, once elected.
     pub fn leader(&self) -> Option<&str> {
         self.leader.as_deref()
     }
@@ -486,6 +488,7 @@ impl Group {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_member(&self, member_id: &str) -> bool {
         self.find(member_id).is_some()
     }

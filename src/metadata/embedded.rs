@@ -152,7 +152,8 @@ impl EmbeddedStore {
         Ok(Self::with(Some(file.to_owned()), nodes))
     }
 
-    /// A store that keeps nothing on disk, for tests and tools.
+    /// A store that keeps nothing on disk, for tests.
+    #[cfg(any(test, feature = "internals"))]
     pub fn in_memory() -> Arc<EmbeddedStore> {
         Self::with(None, empty_tree())
     }
@@ -176,12 +177,14 @@ impl EmbeddedStore {
     }
 
     /// The backing file, if any.
+    #[cfg(any(test, feature = "internals"))]
     pub fn file(&self) -> Option<&Path> {
         self.inner.file.as_deref()
     }
 
     /// How many times the file has been written since open (one per
     /// successful change that touched a persistent znode, `multi` included).
+    #[cfg(any(test, feature = "internals"))]
     pub fn file_writes(&self) -> u64 {
         self.inner
             .state
@@ -193,6 +196,7 @@ impl EmbeddedStore {
     /// Ends this process's session as ZooKeeper would on expiry: every
     /// ephemeral znode is deleted and its watchers (and its parent's) fire.
     /// Lets tests play a broker dying without restarting the process.
+    #[cfg(any(test, feature = "internals"))]
     pub fn expire_session(&self) -> Result<(), MetadataError> {
         let mut tree = self.inner.lock()?;
         let ephemerals: Vec<String> = tree
@@ -498,6 +502,7 @@ impl Tree {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     fn fire_delete(&mut self, path: &str) {
         self.fire(path, WatchedEvent::NodeDeleted(path.to_owned()));
         if let Some(parent) = parent_path(path) {

@@ -21,14 +21,21 @@ pub mod store;
 pub mod znodes;
 pub mod zookeeper;
 
+// The module's short names, for the crate and its tests (the daemon alone
+// does not use every one).
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use assignment::{
     assign_for_new_topic, assign_replicas, assign_replicas_rack_aware, assign_replicas_random,
     AssignmentError,
 };
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use embedded::{EmbeddedStore, EMBEDDED_STORE_FILE_NAME};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use store::{
     validate_path, CreateMode, MetadataError, MetadataStore, Stat, StoreFuture, StoreOp,
     WatchedEvent,
 };
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use znodes::{ensure_paths, persistent_paths, BrokerInfo, ConfigType, LeaderAndIsr};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use zookeeper::{ConnectString, ZooKeeperStore};

@@ -72,14 +72,4 @@ pub async fn claim_ephemeral(
     }
 }
 
-/// Who holds an existing ephemeral znode: `Some(owner)` when another
-/// session does, `None` when it is missing or ours.
-pub async fn foreign_owner(
-    store: &dyn MetadataStore,
-    path: &str,
-) -> Result<Option<i64>, MetadataError> {
-    Ok(match store.get(path).await? {
-        Some((_, stat)) if stat.ephemeral_owner != store.session_id() => Some(stat.ephemeral_owner),
-        _ => None,
-    })
-}
+

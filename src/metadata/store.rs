@@ -51,6 +51,7 @@ pub struct Stat {
 /// What a one-shot watch reports, named as ZooKeeper's `EventType`s; each
 /// carries the path of the znode it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // ZooKeeper's own event names
 pub enum WatchedEvent {
     NodeCreated(String),
     NodeDeleted(String),

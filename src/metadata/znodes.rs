@@ -110,28 +110,12 @@ impl ControllerEpochZNode {
     }
 }
 
-/// `/brokers`.
-#[derive(Debug)]
-pub struct BrokersZNode;
-
-impl BrokersZNode {
-    pub const PATH: &'static str = "/brokers";
-
-    pub fn path() -> &'static str {
-        Self::PATH
-    }
-}
-
 /// `/brokers/ids`: one ephemeral child per live broker.
 #[derive(Debug)]
 pub struct BrokerIdsZNode;
 
 impl BrokerIdsZNode {
     pub const PATH: &'static str = "/brokers/ids";
-
-    pub fn path() -> &'static str {
-        Self::PATH
-    }
 }
 
 /// `/brokers/seqid`: Kafka's counter for generated broker ids.
@@ -475,7 +459,10 @@ struct PartitionStateJsonIn {
 
 /// The kinds of entity with dynamic config under `/config` (Kafka's
 /// `ConfigType`).
+/// Only topics carry dynamic configs yet; the other kinds name Kafka's
+/// layout for what comes with client quotas and dynamic broker configs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
 pub enum ConfigType {
     Topic,
     Client,
@@ -572,14 +559,6 @@ struct ConfigJsonOut<'a> {
 struct ConfigJsonIn {
     #[serde(default)]
     config: BTreeMap<String, String>,
-}
-
-/// `/admin`.
-#[derive(Debug)]
-pub struct AdminZNode;
-
-impl AdminZNode {
-    pub const PATH: &'static str = "/admin";
 }
 
 /// `/admin/delete_topics`: topics queued for deletion, one child each.

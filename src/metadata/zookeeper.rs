@@ -225,6 +225,7 @@ impl ZooKeeperStore {
     }
 
     /// The current session's id and password (see [`Self::connect_as`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn session_credentials(&self) -> (i64, Vec<u8>) {
         self.client.session()
     }

@@ -51,8 +51,10 @@ pub enum ProtocolError {
 /// ferrolog serves, and its variant of [`Request`].
 macro_rules! implemented_apis {
     ($($variant:ident($request:ty) = $key:ident, $min:literal ..= $max:literal;)*) => {
-        /// A decoded request of an implemented API.
+        /// A decoded request of an implemented API. (ApiVersions' body is
+        /// decoded, so a malformed one is refused, but nothing in it is read.)
         #[derive(Debug)]
+        #[allow(dead_code)]
         pub enum Request {
             $($variant(Box<$request>),)*
         }

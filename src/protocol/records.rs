@@ -16,8 +16,11 @@ use crate::storage::batch::{EntryHeader, LOG_OVERHEAD};
 /// A record to write: key, value (None: a tombstone) and headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewRecord {
+    /// The key, if any.
     pub key: Option<Bytes>,
+    /// The value; `None` is a tombstone.
     pub value: Option<Bytes>,
+    /// Headers, in order.
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 

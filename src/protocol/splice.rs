@@ -39,14 +39,28 @@ pub enum ResponseChunk {
 #[derive(Debug, Clone)]
 pub struct ResponseFrame {
     pub chunks: Vec<ResponseChunk>,
-    /// Total bytes on the wire.
-    pub len: usize,
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl ResponseFrame {
-    /// Copy everything into one buffer (tests, and transports without sendfile).
+    /// Total bytes on the wire.
+    pub fn len(&self) -> usize {
+        self.chunks
+            .iter()
+            .map(|chunk| match chunk {
+                ResponseChunk::Bytes(bytes) => bytes.len(),
+                ResponseChunk::Region(region) => region.length as usize,
+            })
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copy everything into one buffer (tests).
     pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.len);
+        let mut out = Vec::with_capacity(self.len());
         for chunk in &self.chunks {
             match chunk {
                 ResponseChunk::Bytes(bytes) => out.extend_from_slice(bytes),
@@ -107,7 +121,7 @@ impl SplicingBuf {
         if !encoded.is_empty() {
             chunks.push(ResponseChunk::Bytes(encoded));
         }
-        Ok(ResponseFrame { chunks, len })
+        Ok(ResponseFrame { chunks })
     }
 }
 
@@ -226,7 +240,7 @@ mod tests {
             .unwrap();
             let bytes = spliced.to_bytes().unwrap();
             assert_eq!(bytes, inline.to_bytes().unwrap(), "v{version}");
-            assert_eq!(bytes.len(), spliced.len);
+            assert_eq!(bytes.len(), spliced.len());
             let mut body = Bytes::from(bytes).slice(4..);
             let header_version = ApiKey::Fetch.response_header_version(version);
             kafka_protocol::messages::ResponseHeader::decode(&mut body, header_version).unwrap();

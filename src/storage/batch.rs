@@ -314,7 +314,6 @@ pub struct AssignedRecords {
     pub first_offset: i64,
     pub last_offset: i64,
     pub record_count: u64,
-    pub max_timestamp: i64,
     /// The broker's clock, when the log stamped LogAppendTime.
     pub log_append_time: Option<i64>,
     pub entries: Vec<EntryMeta>,
@@ -394,7 +393,6 @@ pub fn assign_offsets(
     let mut position = 0;
     let mut offset = next_offset;
     let mut entries = Vec::new();
-    let mut max_timestamp = -1;
     // v0 compressed wrappers rebuilt with new inner offsets, by entry index.
     let mut rebuilt: Vec<(usize, Vec<u8>)> = Vec::new();
     while position < records.len() {
@@ -438,7 +436,6 @@ pub fn assign_offsets(
             (Some(now), 1..=2) => now,
             _ => header.max_timestamp,
         };
-        max_timestamp = max_timestamp.max(entry_ts);
         let last_offset = offset + count - 1;
         entries.push(EntryMeta {
             position,
@@ -467,7 +464,6 @@ pub fn assign_offsets(
         first_offset: next_offset,
         last_offset: offset - 1,
         record_count: (offset - next_offset) as u64,
-        max_timestamp,
         log_append_time: append_time,
         entries,
         partition_leader_epoch: None,
@@ -510,7 +506,8 @@ impl AssignedRecords {
             .collect()
     }
 
-    /// The entries exactly as they go to disk (tests and tools).
+    /// The entries exactly as they go to disk (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn to_vec(&self) -> Vec<u8> {
         let prefixes = self.prefixes();
         self.chunks(&prefixes).concat()

@@ -55,6 +55,7 @@ impl OffsetCheckpointFile {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -13,15 +13,19 @@ pub enum TimestampType {
 /// cleaner); both may be on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupPolicy {
+    /// Delete segments past retention.
     pub delete: bool,
+    /// Keep the latest record of each key.
     pub compact: bool,
 }
 
 impl CleanupPolicy {
+    /// `cleanup.policy=delete`, the default.
     pub const DELETE: CleanupPolicy = CleanupPolicy {
         delete: true,
         compact: false,
     };
+    /// `cleanup.policy=compact`.
     pub const COMPACT: CleanupPolicy = CleanupPolicy {
         delete: false,
         compact: true,
@@ -41,11 +45,17 @@ impl CleanupPolicy {
 /// or `Producer` to keep whatever the producer sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompressionType {
+    /// Keep the producer's codec.
     Producer,
+    /// Store uncompressed.
     Uncompressed,
+    /// gzip.
     Gzip,
+    /// snappy.
     Snappy,
+    /// lz4.
     Lz4,
+    /// zstd.
     Zstd,
 }
 

@@ -186,10 +186,12 @@ impl<E: IndexEntry> IndexFile<E> {
         self.entries().last().copied()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -198,13 +200,10 @@ impl<E: IndexEntry> IndexFile<E> {
         self.len >= self.max_entries
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Whether the entries are in memory now.
     pub fn is_loaded(&self) -> bool {
         self.entries.borrow().is_some()
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     pub fn corrupt(&self, reason: String) -> IndexError {
@@ -335,14 +334,17 @@ impl<E: IndexEntry> SparseIndex<E> {
         self.file.evict()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_loaded(&self) -> bool {
         self.file.is_loaded()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.file.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

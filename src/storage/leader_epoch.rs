@@ -53,6 +53,7 @@ impl LeaderEpochCache {
         Ok(LeaderEpochCache { path, entries })
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn entries(&self) -> &[EpochEntry] {
         &self.entries
     }

@@ -76,6 +76,8 @@ pub struct AppendInfo {
 pub struct ReadInfo {
     pub region: Option<FileRegion>,
     pub log_start_offset: i64,
+    /// The log end offset when read.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub log_end_offset: i64,
 }
 
@@ -700,6 +702,7 @@ impl PartitionLog {
             .sum()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// How many segment indexes (two per segment) are in memory now.
     pub fn indexes_in_memory(&self) -> usize {
         self.segments.iter().map(Segment::indexes_in_memory).sum()
@@ -983,6 +986,7 @@ impl PartitionLog {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// How many directory fsyncs this log has done.
     pub fn directory_syncs(&self) -> u64 {
         self.dir_syncs
@@ -1055,6 +1059,7 @@ impl PartitionLog {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// An idempotent producer's epoch and last sequence here.
     pub fn producer_last_sequence(&self, producer_id: i64) -> Option<(i16, i32)> {
         self.producers.last_sequence_of(producer_id)
@@ -1108,9 +1113,11 @@ impl PartitionLog {
     pub fn set_high_watermark(&mut self, high_watermark: i64) {
         self.high_watermark = high_watermark.clamp(0, self.log_end_offset());
     }
+    #[cfg(any(test, feature = "internals"))]
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }
+    #[cfg(any(test, feature = "internals"))]
     pub fn segment_base_offsets(&self) -> Vec<i64> {
         self.segments.iter().map(Segment::base_offset).collect()
     }

@@ -16,6 +16,7 @@ pub mod log;
 pub mod log_dir;
 pub mod producer_state;
 pub mod segment;
+#[cfg(any(test, feature = "internals"))]
 pub mod testing;
 
 pub use config::{LogConfig, TimestampType};

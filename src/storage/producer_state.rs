@@ -250,6 +250,7 @@ impl ProducerStateManager {
             .collect()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// The producer's epoch and last sequence (tests, admin).
     pub fn last_sequence_of(&self, producer_id: i64) -> Option<(i16, i32)> {
         self.producers

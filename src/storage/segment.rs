@@ -67,6 +67,7 @@ pub struct SegmentRecovery {
     pub stopped_at: Option<String>,
 }
 
+#[cfg(any(test, feature = "internals"))]
 pub fn log_file_name(base_offset: i64) -> String {
     format!("{base_offset:020}.log")
 }
@@ -394,7 +395,6 @@ impl Segment {
         let mut entries = Vec::new();
         let mut position = 0;
         let mut next = self.next_offset;
-        let mut max_timestamp = -1;
         while position < bytes.len() {
             let header = batch::validate_entry(&bytes[position..], position)?;
             let first = header.first_offset().unwrap_or(header.last_offset);
@@ -412,7 +412,6 @@ impl Segment {
                 max_timestamp: header.max_timestamp,
                 magic: header.magic,
             });
-            max_timestamp = max_timestamp.max(header.max_timestamp);
             next = header.last_offset + 1;
             position += header.size;
         }
@@ -421,7 +420,6 @@ impl Segment {
             first_offset: self.next_offset,
             last_offset: next - 1,
             record_count: (next - self.next_offset) as u64,
-            max_timestamp,
             log_append_time: None,
             entries,
             partition_leader_epoch: None,
@@ -687,6 +685,7 @@ impl Segment {
     }
 
     /// How many of the two indexes are in memory now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn indexes_in_memory(&self) -> usize {
         usize::from(self.offset_index.is_loaded()) + usize::from(self.time_index.is_loaded())
     }
