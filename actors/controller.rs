@@ -1068,7 +1068,7 @@ impl Shared {
 
     async fn create_topic(&self, request: CreateTopic) -> Result<TopicMetadata, TopicError> {
         let name = request.name;
-        validate_topic_name(&name).map_err(TopicError::InvalidTopic)?;
+        validate_topic_name(&name).map_err(|e| TopicError::InvalidTopic(e.to_string()))?;
         if self.cache.topic(&name).is_some()
             || self.store.get(&TopicZNode::path(&name)).await?.is_some()
         {

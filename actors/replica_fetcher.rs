@@ -360,7 +360,7 @@ async fn truncate(
     tp: &TopicPartition,
     handle: &PartitionHandle,
     leader_epoch: i32,
-) -> Result<i64, String> {
+) -> Result<i64, FollowerError> {
     let local = ask(handle, LocalLogOffsets).await?;
     let mut epoch = local.latest_leader_epoch;
     let mut cut = None;
@@ -401,7 +401,7 @@ async fn truncate(
         break;
     }
     let Some(cut) = cut else {
-        return Err(format!("no common epoch after {TRUNCATION_ROUNDS} rounds"));
+        return Err(FollowerError::NoCommonEpoch(TRUNCATION_ROUNDS));
     };
     let truncated = ask(
         handle,
@@ -421,16 +421,32 @@ async fn truncate(
     Ok(truncated.log_end_offset)
 }
 
-async fn ask<M, T>(handle: &PartitionHandle, msg: M) -> Result<T, String>
+/// Why a follower step failed; the partition backs off and tries again.
+#[derive(Debug, thiserror::Error)]
+enum FollowerError {
+    #[error(transparent)]
+    Log(#[from] super::log::LogActorError),
+    #[error("the partition actor stopped")]
+    PartitionGone,
+    #[error("no common leader epoch after {0} rounds")]
+    NoCommonEpoch(usize),
+    #[error(transparent)]
+    Leader(#[from] crate::net::client::ClientError),
+    #[error("the leader did not answer for the partition")]
+    NoAnswer,
+    #[error("the leader answered error code {0}")]
+    LeaderError(i16),
+}
+
+async fn ask<M, T>(handle: &PartitionHandle, msg: M) -> Result<T, FollowerError>
 where
     M: Message<Result = Result<T, super::log::LogActorError>> + Send + 'static,
     T: Send + 'static,
     super::partition::PartitionActor: Handler<M>,
 {
     match handle.addr.send(msg).await {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("the partition actor stopped".into()),
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(FollowerError::PartitionGone),
     }
 }
 
@@ -440,7 +456,7 @@ async fn leader_end_offset(
     tp: &TopicPartition,
     current_leader_epoch: i32,
     epoch: i32,
-) -> Result<(i32, i64), String> {
+) -> Result<(i32, i64), FollowerError> {
     let request = OffsetForLeaderEpochRequest::default()
         .with_replica_id(BrokerId(config.broker_id))
         .with_topics(vec![OffsetForLeaderTopic::default()
@@ -455,16 +471,15 @@ async fn leader_end_offset(
             OFFSET_FOR_LEADER_EPOCH_VERSION,
             &request,
         )
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let answer = response
         .topics
         .iter()
         .flat_map(|t| t.partitions.iter())
         .find(|p| p.partition == tp.partition)
-        .ok_or_else(|| "the leader did not answer for the partition".to_string())?;
+        .ok_or(FollowerError::NoAnswer)?;
     if answer.error_code != 0 {
-        return Err(format!("leader error {}", answer.error_code));
+        return Err(FollowerError::LeaderError(answer.error_code));
     }
     Ok((answer.leader_epoch, answer.end_offset))
 }

@@ -94,28 +94,36 @@ pub fn is_internal_topic(name: &str) -> bool {
     name == "__consumer_offsets" || name == "__transaction_state"
 }
 
+/// Why a topic name breaks Kafka's rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTopicName {
+    #[error("topic name is empty")]
+    Empty,
+    #[error("topic name cannot be '.' or '..'")]
+    Dots,
+    #[error("topic name is {0} characters, at most 249 are allowed")]
+    TooLong(usize),
+    #[error("topic name contains '{0}'; only [a-zA-Z0-9._-] are allowed")]
+    BadCharacter(char),
+}
+
 /// Kafka's rule for topic names: 1 to 249 characters of `[a-zA-Z0-9._-]`,
 /// not `.` or `..`.
-pub fn validate_topic_name(name: &str) -> Result<(), String> {
+pub fn validate_topic_name(name: &str) -> Result<(), InvalidTopicName> {
     if name.is_empty() {
-        return Err("topic name is empty".into());
+        return Err(InvalidTopicName::Empty);
     }
     if name == "." || name == ".." {
-        return Err("topic name cannot be '.' or '..'".into());
+        return Err(InvalidTopicName::Dots);
     }
     if name.len() > 249 {
-        return Err(format!(
-            "topic name is {} characters, at most 249 are allowed",
-            name.len()
-        ));
+        return Err(InvalidTopicName::TooLong(name.len()));
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(format!(
-            "topic name contains '{c}'; only [a-zA-Z0-9._-] are allowed"
-        ));
+        return Err(InvalidTopicName::BadCharacter(c));
     }
     Ok(())
 }

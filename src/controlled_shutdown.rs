@@ -20,8 +20,8 @@ use kafka_protocol::messages::{
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
 use crate::metadata::znodes::{BrokerIdZNode, ControllerZNode};
-use crate::metadata::MetadataStore;
-use crate::net::client::BrokerClient;
+use crate::metadata::{MetadataError, MetadataStore};
+use crate::net::client::{BrokerClient, ClientError};
 
 /// The ControlledShutdown version sent (Kafka 2.2+: carries the broker epoch).
 const VERSION: i16 = 3;
@@ -38,6 +38,23 @@ pub enum ControlledShutdownOutcome {
     Done { attempts: u32 },
     /// The attempts ran out; the last one's reason.
     GaveUp { attempts: u32, reason: String },
+}
+
+/// Why one attempt did not let the broker go.
+#[derive(Debug, thiserror::Error)]
+enum AttemptError {
+    #[error("no controller is elected")]
+    NoController,
+    #[error("cannot read the controller: {0}")]
+    ReadController(MetadataError),
+    #[error("this broker is not registered")]
+    NotRegistered,
+    #[error("cannot read this broker's registration: {0}")]
+    ReadRegistration(MetadataError),
+    #[error("the controller, broker {0}, has no known address")]
+    NoControllerAddress(i32),
+    #[error(transparent)]
+    Exchange(#[from] ClientError),
 }
 
 /// Asks the active controller to let this broker go; see the module doc.
@@ -68,7 +85,7 @@ pub async fn request_controlled_shutdown(
             Ok(Ok(response)) => {
                 reason = format!("the controller answered error {}", response.error_code);
             }
-            Ok(Err(e)) => reason = e,
+            Ok(Err(e)) => reason = e.to_string(),
             Err(_) => reason = format!("no answer within {ATTEMPT_TIMEOUT:?}"),
         }
         log::warn!("controlled shutdown attempt {attempt} of broker {broker_id}: {reason}");
@@ -94,21 +111,21 @@ async fn ask(
     broker_id: i32,
     store: &dyn MetadataStore,
     cache: &MetadataCache,
-) -> Result<ControlledShutdownResponse, String> {
+) -> Result<ControlledShutdownResponse, AttemptError> {
     let controller = match store.get(ControllerZNode::path()).await {
-        Ok(Some((bytes, _))) => ControllerZNode::decode(&bytes).map_err(|e| e.to_string())?,
-        Ok(None) => return Err("no controller is elected".into()),
-        Err(e) => return Err(format!("cannot read the controller: {e}")),
+        Ok(Some((bytes, _))) => {
+            ControllerZNode::decode(&bytes).map_err(AttemptError::ReadController)?
+        }
+        Ok(None) => return Err(AttemptError::NoController),
+        Err(e) => return Err(AttemptError::ReadController(e)),
     };
     let broker_epoch = match store.get(&BrokerIdZNode::path(broker_id)).await {
         Ok(Some((_, stat))) => stat.creation_zxid,
-        Ok(None) => return Err("this broker is not registered".into()),
-        Err(e) => return Err(format!("cannot read this broker's registration: {e}")),
+        Ok(None) => return Err(AttemptError::NotRegistered),
+        Err(e) => return Err(AttemptError::ReadRegistration(e)),
     };
     let Some(endpoint) = cache.read(|m| m.brokers.get(&controller).cloned()) else {
-        return Err(format!(
-            "the controller, broker {controller}, has no known address"
-        ));
+        return Err(AttemptError::NoControllerAddress(controller));
     };
     let mut client = BrokerClient::new(
         format!("{}:{}", endpoint.host, endpoint.port),
@@ -125,5 +142,5 @@ async fn ask(
                 .with_broker_epoch(broker_epoch),
         )
         .await
-        .map_err(|e| e.to_string())
+        .map_err(AttemptError::from)
 }

@@ -300,7 +300,7 @@ const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "g
 
 /// Checks a value of a key ferrolog does not honour yet against its type,
 /// so what is stored would also be valid for Kafka; `Err` says why not.
-pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), String> {
+pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), NotOfType> {
     let value = value.trim();
     let ok = match def.kind {
         ConfigKind::Boolean => {
@@ -319,9 +319,14 @@ pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), Stri
     if ok {
         Ok(())
     } else {
-        Err(format!("not a valid {:?} value", def.kind))
+        Err(NotOfType(def.kind))
     }
 }
+
+/// A value that is not of its key's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a valid {0:?} value")]
+pub struct NotOfType(pub ConfigKind);
 
 #[cfg(test)]
 mod tests {

@@ -122,7 +122,7 @@ pub struct LoadedLog {
     /// The partition.
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub tp: TopicPartition,
-    pub offsets: Result<LogOffsets, String>,
+    pub offsets: Result<LogOffsets, LogActorError>,
     /// Segments re-read and checked because they were past the recovery
     /// point of a directory not shut down cleanly.
     pub recovered_segments: usize,
@@ -366,7 +366,7 @@ impl LogActor {
                         },
                         Err(e) => LoadedLog {
                             tp,
-                            offsets: Err(e.to_string()),
+                            offsets: Err(e),
                             recovered_segments: 0,
                         },
                     }

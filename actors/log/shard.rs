@@ -132,7 +132,7 @@ impl LogShard {
             },
             None => flush,
         };
-        let result = flush.run().map_err(|e| e.to_string());
+        let result = flush.run();
         self.apply_roll_flushed(&flush.tp, flush.incarnation, flush.up_to, result);
     }
 
@@ -141,7 +141,7 @@ impl LogShard {
         tp: &TopicPartition,
         incarnation: u64,
         up_to: i64,
-        result: Result<(), String>,
+        result: Result<(), LogError>,
     ) {
         if !matches!(self.logs.get(tp), Some(PartitionState::Online(_))) {
             // Deleted or offline meanwhile: nothing to move.
@@ -154,10 +154,10 @@ impl LogShard {
             }
             // A failure for an earlier log of the same name is not this one's.
             Err(_) if log.incarnation() != incarnation => Ok(()),
-            Err(reason) => Err(LogError::io(
-                log.dir(),
-                std::io::Error::other(format!("fsync after a roll failed: {reason}")),
-            )),
+            Err(e) => {
+                log::error!("{tp}: the fsync after a roll failed");
+                Err(e)
+            }
         });
     }
 
@@ -366,7 +366,7 @@ impl Actor for LogShard {
             .spawn(move || {
                 // Ends when the shard (the only sender) is gone.
                 while let Ok(flush) = receiver.recv() {
-                    let result = flush.run().map_err(|e| e.to_string());
+                    let result = flush.run();
                     shard.do_send(RollFlushed {
                         tp: flush.tp,
                         incarnation: flush.incarnation,
@@ -391,7 +391,7 @@ struct RollFlushed {
     tp: TopicPartition,
     incarnation: u64,
     up_to: i64,
-    result: Result<(), String>,
+    result: Result<(), LogError>,
 }
 
 impl Message for RollFlushed {

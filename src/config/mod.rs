@@ -505,7 +505,7 @@ pub fn apply_topic_overrides(
                 // Kafka's key, not honoured yet: stored and described,
                 // checked against its type (see `topic_config`).
                 Some(def) if !def.honoured => crate::topic_config::validate_unhonoured(def, value)
-                    .map_err(|reason| invalid(key, value, &reason))?,
+                    .map_err(|e| invalid(key, value, e.to_string()))?,
                 _ => return Err(invalid(key, value, "unknown or unsupported topic config")),
             },
         }
@@ -712,7 +712,7 @@ fn parse_listeners(key: &str, raw: &str) -> Result<Vec<Listener>, ConfigError> {
     let value = raw.trim();
     let mut listeners: Vec<Listener> = Vec::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let listener = parse_listener(entry).map_err(|reason| invalid(key, value, reason))?;
+        let listener = parse_listener(entry).map_err(|e| invalid(key, value, e.to_string()))?;
         if listeners.iter().any(|l| l.name == listener.name) {
             return Err(invalid(
                 key,
@@ -755,41 +755,50 @@ fn parse_advertised_listeners(
     Ok(advertised)
 }
 
-fn parse_listener(entry: &str) -> Result<Listener, String> {
+/// Why one `listeners` entry is not `NAME://host:port`.
+#[derive(Debug, thiserror::Error)]
+enum ListenerError {
+    #[error("not of the form NAME://host:port")]
+    NotNameHostPort,
+    #[error("listener {0} is not supported yet; only PLAINTEXT is")]
+    Unsupported(String),
+    #[error("an unclosed '['")]
+    UnclosedBracket,
+    #[error("no port")]
+    NoPort,
+    #[error("'{0}' is not a valid host name or address")]
+    BadHost(String),
+    #[error("'{0}' is not a port number (0-65535)")]
+    BadPort(String),
+}
+
+fn parse_listener(entry: &str) -> Result<Listener, ListenerError> {
     let (name, address) = entry
         .split_once("://")
-        .ok_or_else(|| format!("'{entry}' is not of the form NAME://host:port"))?;
+        .ok_or(ListenerError::NotNameHostPort)?;
     let name = name.trim().to_ascii_uppercase();
     if name != "PLAINTEXT" {
-        return Err(format!(
-            "listener {name} is not supported yet; only PLAINTEXT is"
-        ));
+        return Err(ListenerError::Unsupported(name));
     }
     let (host, port) = match address.strip_prefix('[') {
         Some(bracketed) => {
             let (host, rest) = bracketed
                 .split_once(']')
-                .ok_or_else(|| format!("'{entry}' has an unclosed '['"))?;
-            let port = rest
-                .strip_prefix(':')
-                .ok_or_else(|| format!("'{entry}' has no port"))?;
+                .ok_or(ListenerError::UnclosedBracket)?;
+            let port = rest.strip_prefix(':').ok_or(ListenerError::NoPort)?;
             (host, port)
         }
-        None => address
-            .rsplit_once(':')
-            .ok_or_else(|| format!("'{entry}' has no port"))?,
+        None => address.rsplit_once(':').ok_or(ListenerError::NoPort)?,
     };
     if !host
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '%' | '.' | '_' | ':'))
     {
-        return Err(format!(
-            "'{host}' in '{entry}' is not a valid host name or address"
-        ));
+        return Err(ListenerError::BadHost(host.to_string()));
     }
     let port: u16 = port
         .parse()
-        .map_err(|_| format!("'{port}' in '{entry}' is not a port number (0-65535)"))?;
+        .map_err(|_| ListenerError::BadPort(port.to_string()))?;
     Ok(Listener {
         name,
         host: host.to_string(),

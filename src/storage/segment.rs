@@ -199,7 +199,7 @@ impl Segment {
         };
         let tail = match scan_tail(&log, &log_path, size, base_offset, &offset_index) {
             Ok(tail) => tail,
-            Err(reason) => return Self::rebuild(dir, base_offset, config, now_ms, &reason),
+            Err(e) => return Self::rebuild(dir, base_offset, config, now_ms, &e.to_string()),
         };
         let mut segment = Segment {
             base_offset,
@@ -535,11 +535,7 @@ impl Segment {
             self.size,
             self.base_offset,
             &self.offset_index,
-        )
-        .map_err(|reason| LogError::Corrupt {
-            path: log_path,
-            reason,
-        })?;
+        )?;
         self.max_timestamp = tail
             .max_timestamp
             .max(self.time_index.max_timestamp().unwrap_or(-1));
@@ -736,7 +732,11 @@ fn scan_tail(
     size: u64,
     base_offset: i64,
     offset_index: &OffsetIndex,
-) -> Result<Tail, String> {
+) -> Result<Tail, LogError> {
+    let corrupt = |reason: String| LogError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
     let (mut offset, mut position) = offset_index.lookup(i64::MAX);
     let mut tail = Tail {
         next_offset: base_offset,
@@ -749,20 +749,20 @@ fn scan_tail(
         match read_header_at(log, path, size, position) {
             Ok(Some(h)) if h.last_offset == offset => {}
             other => {
-                return Err(format!(
+                return Err(corrupt(format!(
                     "index entry ({offset}, {position}) is wrong: {other:?}"
-                ))
+                )))
             }
         }
     }
     while position < size {
         let header = match read_header_at(log, path, size, position) {
             Ok(Some(h)) => h,
-            Ok(None) => return Err(format!("no entry at byte {position}")),
-            Err(e) => return Err(e.to_string()),
+            Ok(None) => return Err(corrupt(format!("no entry at byte {position}"))),
+            Err(e) => return Err(e),
         };
         if position + header.size as u64 > size || header.last_offset < offset {
-            return Err(format!("entry at byte {position} is out of place"));
+            return Err(corrupt(format!("entry at byte {position} is out of place")));
         }
         if header.max_timestamp > tail.max_timestamp {
             tail.max_timestamp = header.max_timestamp;
