@@ -36,7 +36,7 @@ use super::log::{
     CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError, LogOffsets, UpdateLogConfig,
 };
 use super::partition::{
-    ApplyAssignment, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
+    ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
 };
 use super::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
@@ -860,6 +860,12 @@ impl Shared {
                 .collect()
                 .await;
         let mut codes = Vec::with_capacity(mine.len());
+        // A new partition's first act is to record its leader epoch on its
+        // shard, with an fsync. Started all at once, thousands of those
+        // would queue ahead of other partitions' appends on the same
+        // shards (a 2,000-partition creation stalled a producer for over a
+        // second); a few at a time, appends interleave with them.
+        let mut starting = futures_util::stream::FuturesUnordered::new();
         for (tp, p) in mine {
             let assignment = PartitionAssignment {
                 leader: p.leader,
@@ -887,7 +893,18 @@ impl Shared {
                         }
                     }
                 }
-                Some(Ok(offsets)) => (self.partitions.start(&tp, offsets, assignment), offsets),
+                Some(Ok(offsets)) => {
+                    let handle = self.partitions.start(&tp, offsets, assignment);
+                    let addr = handle.addr.clone();
+                    // Answered once its start-up (`ctx.wait`) is done.
+                    starting.push(async move {
+                        let _ = addr.send(GetState).await;
+                    });
+                    if starting.len() >= LOG_CREATION_CONCURRENCY {
+                        starting.next().await;
+                    }
+                    (handle, offsets)
+                }
                 Some(Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
                     // A log that cannot be read: this partition stays
                     // offline here, the rest are served.
@@ -918,6 +935,7 @@ impl Shared {
             }
             codes.push((tp.partition, 0));
         }
+        while starting.next().await.is_some() {}
         Ok(codes)
     }
 

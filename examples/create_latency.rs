@@ -118,11 +118,15 @@ fn main() -> Result<(), String> {
                         .payload("probe")
                         .partition(0);
                 let _ = producer.send(record);
-                producer.poll(Duration::ZERO);
                 next += Duration::from_millis(1);
+                // Serve delivery reports until the next send is due: one
+                // `poll(0)` serves a single event, so after any stall the
+                // reports would queue up and the latencies would measure
+                // this loop, not the broker.
+                producer.poll(Duration::ZERO);
                 let now = Instant::now();
                 if next > now {
-                    std::thread::sleep(next - now);
+                    producer.poll(next - now);
                 }
             }
             let _ = producer.flush(Duration::from_secs(30));
