@@ -1,6 +1,26 @@
-# Shared by the produce benchmarks (sourced, not run). The caller defines
-# `run NAME ROUND`, which prints one line "records_per_sec p50_ms p99_ms",
-# and sets `rounds`.
+# Shared by the benchmark scripts (sourced, not run). For `measure`, the
+# caller defines `run NAME ROUND`, which prints one line
+# "records_per_sec p50_ms p99_ms", and sets `rounds`.
+
+# Builds the release broker and the perf client; sets $perf.
+build_broker_and_perf() {
+  cargo build --release --quiet --bin ferrolog --example perf
+  perf=target/release/examples/perf
+}
+
+# A free port on 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits up to $2 tenths of a second for 127.0.0.1:$1 to accept a connection.
+wait_for_port() {
+  for _ in $(seq 1 "$2"); do
+    python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$1)))" && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # perf's result line on stdin -> "records_per_sec p50_ms p99_ms".
 perf_summary() {

@@ -19,24 +19,19 @@ size="${SIZE:-100}"
 partitions="${PARTITIONS:-6}"
 rounds="${ROUNDS:-3}"
 
-cargo build --release --quiet --bin ferrolog --example perf
-perf=target/release/examples/perf
+# shellcheck source=scripts/bench-common.sh
+source scripts/bench-common.sh
+build_broker_and_perf
 # Not /tmp: it may be a tmpfs, where fsync costs nothing.
 data="$(mktemp -d "$PWD/target/bench-durable.XXXXXX")"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 target/release/ferrolog --config config/server.properties \
   --override "listeners=PLAINTEXT://127.0.0.1:$port" \
   --override "log.dirs=$data/logs" >"$data/broker.log" 2>&1 &
 broker=$!
 trap 'kill $broker 2>/dev/null; wait $broker 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 1 300); do
-  python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))" && break
-  sleep 0.1
-done
+wait_for_port "$port" 300 || { echo "the broker did not start" >&2; exit 1; }
 bootstrap="127.0.0.1:$port"
-
-# shellcheck source=scripts/bench-common.sh
-source scripts/bench-common.sh
 
 # One produce run of configuration $1 (default or durable), round $2.
 run() {

@@ -8,7 +8,10 @@
 # restarts are measured again. Medians are printed with their ratio.
 #
 #   scripts/bench-offsets-load.sh
-#   GROUP_COUNT=10 ROUNDS=10 scripts/bench-offsets-load.sh    # a quick run
+#   GROUP_COUNT=10 ROUNDS=10 SEGMENT_BYTES=102400 scripts/bench-offsets-load.sh    # a quick run
+#
+# Only whole segments are compacted: SEGMENT_BYTES (offsets.topic.segment.bytes,
+# 10 MiB by default) must be well under what the commits write.
 #
 # The machine is shared and noisy: compare the ratio, not absolute numbers.
 set -euo pipefail
@@ -17,11 +20,13 @@ groups="${GROUP_COUNT:-100}"
 partitions="${PARTITIONS:-100}"
 rounds="${ROUNDS:-100}"
 loads="${LOADS:-3}"
+segment_bytes="${SEGMENT_BYTES:-10485760}"
 
-cargo build --release --quiet --bin ferrolog --example perf
-perf=target/release/examples/perf
+# shellcheck source=scripts/bench-common.sh
+source scripts/bench-common.sh
+build_broker_and_perf
 data="$(mktemp -d "$PWD/target/bench-offsets.XXXXXX")"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 bootstrap="127.0.0.1:$port"
 broker=""
 trap '[ -n "$broker" ] && kill $broker 2>/dev/null; wait 2>/dev/null; rm -rf "$data"' EXIT
@@ -35,13 +40,10 @@ start() {
     --override "listeners=PLAINTEXT://$bootstrap" \
     --override "log.dirs=$data/logs" \
     --override offsets.topic.num.partitions=1 \
-    --override offsets.topic.segment.bytes=10485760 \
+    --override "offsets.topic.segment.bytes=$segment_bytes" \
     "${args[@]}" >"$logfile" 2>&1 &
   broker=$!
-  for _ in $(seq 1 600); do
-    python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))" && return
-    sleep 0.1
-  done
+  wait_for_port "$port" 600 && return
   echo "the broker did not start: $(tail -5 "$logfile")" >&2
   exit 1
 }
@@ -68,7 +70,7 @@ measure_loads() {
     grep -o 'loaded .* from __consumer_offsets-0.*' "$data/load-$1-$i.log" >&2
     stop
   done
-  python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "${times[@]}"
+  median "${times[@]}"
 }
 
 start "$data/fill.log" log.cleaner.enable=false
