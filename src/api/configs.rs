@@ -21,7 +21,7 @@ use super::BrokerContext;
 use crate::actors::controller::{AlterTopicConfigs, TopicError};
 use crate::cluster::TopicMetadata;
 use crate::config::{java_double, BrokerConfig, BROKER_KEYS};
-use crate::storage::{LogConfig, TimestampType};
+use crate::storage::LogConfig;
 use crate::topic_config::TOPIC_CONFIGS;
 
 const RESOURCE_TOPIC: i8 = 2;
@@ -100,10 +100,7 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
         "segment.index.bytes" => config.segment_index_bytes.to_string(),
         "index.interval.bytes" => config.index_interval_bytes.to_string(),
         "max.message.bytes" => config.max_message_bytes.to_string(),
-        "message.timestamp.type" => match config.message_timestamp_type {
-            TimestampType::CreateTime => "CreateTime".to_string(),
-            TimestampType::LogAppendTime => "LogAppendTime".to_string(),
-        },
+        "message.timestamp.type" => config.message_timestamp_type.name().to_string(),
         "message.timestamp.difference.max.ms" => {
             config.message_timestamp_difference_max_ms.to_string()
         }
@@ -137,11 +134,7 @@ fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
             if let Some(default) = defaults.value_of(def.name) {
                 synonyms.push((def.name.to_string(), default, SOURCE_DEFAULT));
             }
-            let source = if c.set_keys.contains_key(def.name) {
-                SOURCE_STATIC_BROKER
-            } else {
-                SOURCE_DEFAULT
-            };
+            let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.2);
             ConfigEntry {
                 name: def.name.to_string(),
                 value: c.value_of(def.name),

@@ -145,11 +145,7 @@ impl KeyValue for TimestampType {
         parse_timestamp_type(key, raw)
     }
     fn text(&self) -> String {
-        match self {
-            TimestampType::CreateTime => "CreateTime",
-            TimestampType::LogAppendTime => "LogAppendTime",
-        }
-        .to_string()
+        self.name().to_string()
     }
 }
 

@@ -590,11 +590,11 @@ fn parse_bool(key: &str, raw: &str) -> Result<bool, ConfigError> {
 }
 
 fn parse_timestamp_type(key: &str, raw: &str) -> Result<TimestampType, ConfigError> {
-    match raw.trim() {
-        "CreateTime" => Ok(TimestampType::CreateTime),
-        "LogAppendTime" => Ok(TimestampType::LogAppendTime),
-        other => Err(invalid(key, other, "expected CreateTime or LogAppendTime")),
-    }
+    let value = raw.trim();
+    [TimestampType::CreateTime, TimestampType::LogAppendTime]
+        .into_iter()
+        .find(|t| t.name() == value)
+        .ok_or_else(|| invalid(key, value, "expected CreateTime or LogAppendTime"))
 }
 
 fn parse_cleanup_policy(key: &str, raw: &str) -> Result<CleanupPolicy, ConfigError> {

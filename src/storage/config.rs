@@ -8,6 +8,16 @@ pub enum TimestampType {
     LogAppendTime,
 }
 
+impl TimestampType {
+    /// Kafka's spelling, as `message.timestamp.type` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
 /// `cleanup.policy`: what happens to old segments. `delete` removes them by
 /// retention; `compact` keeps the latest record of every key (the log
 /// cleaner); both may be on.
