@@ -606,6 +606,28 @@ fn a_taken_port_is_one_clear_line_and_exit_1() {
     assert!(errors[0].contains("Address already in use"), "{said}");
 }
 
+/// Creates `topic` with `partitions` partitions and has each of
+/// `written` take one acknowledged record.
+fn create_and_produce_to(bootstrap: &str, topic: &str, partitions: i32, written: &[i32]) {
+    let created = block_on(admin(bootstrap).create_topics(
+        [&NewTopic::new(
+            topic,
+            partitions,
+            TopicReplication::Fixed(1),
+        )],
+        &admin_options(Duration::from_secs(120)),
+    ))
+    .unwrap();
+    assert_eq!(created, vec![Ok(topic.to_string())]);
+    let producer: BaseProducer = client_config(bootstrap).create().unwrap();
+    for &p in written {
+        producer
+            .send(BaseRecord::<(), str>::to(topic).payload("x").partition(p))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
 /// A broker started with a soft open-file limit of 1024 raises it to the
 /// hard limit at start, so a 600-partition topic is created and served.
 /// Before, every creation past the limit failed with "Too many open
@@ -629,19 +651,7 @@ fn the_open_file_limit_is_raised_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let mut broker = BrokerProcess::start_with_nofile(dir.path(), &[], 1024);
     assert_eq!(broker.count_lines("open file limit raised from 1024"), 1);
-    let created = block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("many", 600, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(120)),
-    ))
-    .unwrap();
-    assert_eq!(created, vec![Ok("many".to_string())]);
-    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
-    for p in [0, 299, 599] {
-        producer
-            .send(BaseRecord::<(), str>::to("many").payload("x").partition(p))
-            .unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    create_and_produce_to(&broker.bootstrap, "many", 600, &[0, 299, 599]);
     assert_eq!(broker.count_lines("Too many open files"), 0);
 }
 
@@ -654,19 +664,7 @@ fn the_open_file_limit_is_raised_at_start() {
 fn a_segment_holds_one_open_file() {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(dir.path(), &[]);
-    let created = block_on(admin(&broker.bootstrap).create_topics(
-        [&NewTopic::new("files", 1000, TopicReplication::Fixed(1))],
-        &admin_options(Duration::from_secs(120)),
-    ))
-    .unwrap();
-    assert_eq!(created, vec![Ok("files".to_string())]);
-    let producer: BaseProducer = client_config(&broker.bootstrap).create().unwrap();
-    for p in [0, 499, 999] {
-        producer
-            .send(BaseRecord::<(), str>::to("files").payload("x").partition(p))
-            .unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    create_and_produce_to(&broker.bootstrap, "files", 1000, &[0, 499, 999]);
     let open = std::fs::read_dir(format!("/proc/{}/fd", broker.pid()))
         .unwrap()
         .count();
