@@ -1367,7 +1367,7 @@ mod tests {
     use super::*;
     use crate::storage::producer_state::ProducerStateError;
     use crate::storage::testing::{batch_v2, batch_v2_at, batch_v2_idempotent};
-    use crate::storage::TimestampType;
+    use crate::storage::config::TimestampType;
     use bytes::BytesMut;
     use kafka_protocol::records::Compression;
 

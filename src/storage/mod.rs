@@ -19,7 +19,7 @@ pub mod segment;
 #[cfg(any(test, feature = "internals"))]
 pub mod testing;
 
-pub use config::{LogConfig, TimestampType};
+pub use config::LogConfig;
 pub use error::LogError;
 pub use log::{
     AppendInfo, LoadOptions, LoadReport, PartitionLog, ReadInfo, RetentionReport, RollFlush,
