@@ -92,7 +92,12 @@ async fn read_requests(
 ) {
     let produce_order = ProduceOrder::default();
     loop {
-        let read = read_request_frame(&mut reader, max_frame, broker.request_memory.as_ref());
+        let read = read_request_frame(
+            &mut reader,
+            max_frame,
+            broker.request_memory.as_ref(),
+            &broker.frame_buffers,
+        );
         let frame = match tokio::time::timeout(idle, read).await {
             Err(_) => {
                 log::debug!("closing idle connection from {peer}");

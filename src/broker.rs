@@ -272,6 +272,7 @@ impl BrokerBuilder {
                     .min(tokio::sync::Semaphore::MAX_PERMITS as u64);
                 Arc::new(tokio::sync::Semaphore::new(bytes as usize))
             }),
+            frame_buffers: crate::net::FrameBuffers::new(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -5,12 +5,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Request frames of up to a MiB come and go by the thousand a second;
-/// glibc's malloc hands their pages back to the kernel and faults them in
-/// again each time (a tenth of the broker's CPU on 1 KiB produce), mimalloc
-/// keeps them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ferrolog::broker::{Broker, StopReason, StopSignals};
 use ferrolog::config::BrokerConfig;
 

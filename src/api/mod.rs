@@ -72,6 +72,8 @@ pub struct BrokerContext {
     /// `queued.max.request.bytes` as a pool every connection reads request
     /// frames against; `None`: unbounded.
     pub request_memory: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// Spare request-frame buffers every connection reads into.
+    pub frame_buffers: std::sync::Arc<crate::net::FrameBuffers>,
 }
 
 impl BrokerContext {

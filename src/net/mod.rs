@@ -9,11 +9,14 @@
 //! them, so a large frame is not grown and copied chunk by chunk).
 
 pub mod client;
+mod frame_buffers;
+
+pub use frame_buffers::FrameBuffers;
 
 use std::io;
 use std::os::unix::io::AsRawFd;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 
@@ -54,12 +57,13 @@ pub fn set_socket_buffers(
 
 /// Read one frame (without its length prefix). `Closed` when the peer
 /// closed cleanly between frames.
-pub async fn read_frame<R: AsyncRead + Unpin>(
+#[cfg(test)]
+async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_bytes: usize,
-) -> Result<BytesMut, FrameError> {
+) -> Result<Vec<u8>, FrameError> {
     let length = read_length(reader, max_bytes).await?;
-    read_body(reader, length).await
+    read_body(reader, length, Vec::new(), length).await
 }
 
 /// A frame's length prefix, checked against `max_bytes` before anything
@@ -88,22 +92,27 @@ async fn read_length<R: AsyncRead + Unpin>(
     Ok(length)
 }
 
-/// A frame body of `length` bytes. Memory follows the bytes that actually
-/// arrive, at most [`FRAME_AMPLIFICATION`] times them: the buffer starts at
-/// one read chunk, doubles while little has arrived, and takes the whole
-/// declared length at once when that is within the bound. So a peer that
-/// declares a large frame and trickles it cannot make the broker hold much
-/// more than it sent, while a typical 1 MiB produce request is copied once
-/// more than necessary only for its first 64 KiB, not grown (and copied)
-/// five times.
+/// A frame body of `length` bytes, read into `frame` (empty, perhaps with
+/// capacity already) whose capacity ends at `target` (at least `length`).
+/// Memory follows the bytes that actually arrive, at most
+/// [`FRAME_AMPLIFICATION`] times them: a new buffer starts at one read
+/// chunk, doubles while little has arrived, and takes `target` at once when
+/// that is within the bound. So a peer that declares a large frame and
+/// trickles it cannot make the broker hold much more than it sent, while a
+/// typical 1 MiB produce request is copied once more than necessary only
+/// for its first 64 KiB, not grown (and copied) five times.
 async fn read_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     length: usize,
-) -> Result<BytesMut, FrameError> {
-    let mut frame = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    mut frame: Vec<u8>,
+    target: usize,
+) -> Result<Vec<u8>, FrameError> {
+    if frame.capacity() < length {
+        frame.reserve_exact(target.min(READ_CHUNK_BYTES));
+    }
     while frame.len() < length {
         if frame.len() == frame.capacity() {
-            frame.reserve(next_frame_capacity(frame.len(), length) - frame.len());
+            frame.reserve_exact(next_frame_capacity(frame.len(), target) - frame.len());
         }
         let want = (length - frame.len()).min(frame.capacity() - frame.len());
         let n = (&mut *reader)
@@ -123,26 +132,13 @@ async fn read_body<R: AsyncRead + Unpin>(
 /// The most a frame's buffer exceeds the bytes that arrived, as a factor.
 const FRAME_AMPLIFICATION: usize = 16;
 
-/// The capacity a frame buffer full at `received` bytes grows to.
-fn next_frame_capacity(received: usize, length: usize) -> usize {
-    if length <= received.saturating_mul(FRAME_AMPLIFICATION) {
-        length
+/// The capacity a frame buffer full at `received` bytes grows to, on its
+/// way to `target`.
+fn next_frame_capacity(received: usize, target: usize) -> usize {
+    if target <= received.saturating_mul(FRAME_AMPLIFICATION) {
+        target
     } else {
-        received.saturating_mul(2).max(READ_CHUNK_BYTES).min(length)
-    }
-}
-
-/// The memory of one request frame, holding its share of
-/// `queued.max.request.bytes` until every slice of it (decoded fields,
-/// record batches on their way to the log) is dropped.
-struct PooledFrame {
-    bytes: BytesMut,
-    _share: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl AsRef<[u8]> for PooledFrame {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes
+        received.saturating_mul(2).max(READ_CHUNK_BYTES).min(target)
     }
 }
 
@@ -150,29 +146,62 @@ impl AsRef<[u8]> for PooledFrame {
 /// (`queued.max.request.bytes`), the frame's length is taken from it
 /// before its body is read (waiting while the pool is spent, so overload
 /// stops reading instead of growing memory, as Kafka's memory pool does),
-/// and given back when the last slice of the frame is dropped.
+/// and given back when the last slice of the frame is dropped. A frame of
+/// a size `buffers` keeps is read into a spare buffer when there is one,
+/// and its buffer goes back there when the last slice is dropped.
 pub async fn read_request_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_bytes: usize,
     pool: Option<&std::sync::Arc<tokio::sync::Semaphore>>,
+    buffers: &std::sync::Arc<FrameBuffers>,
 ) -> Result<Bytes, FrameError> {
-    let Some(pool) = pool else {
-        return Ok(read_frame(reader, max_bytes).await?.freeze());
-    };
     let length = read_length(reader, max_bytes).await?;
-    // `max_bytes` (an i32 setting) keeps this within u32, and the pool is
-    // at least `max_bytes` (checked at start-up), so the wait ends.
-    let wanted = u32::try_from(length).unwrap_or(u32::MAX);
-    let share = pool
-        .clone()
-        .acquire_many_owned(wanted)
-        .await
-        .map_err(|_| FrameError::Closed)?;
-    let bytes = read_body(reader, length).await?;
-    Ok(Bytes::from_owner(PooledFrame {
-        bytes,
-        _share: share,
-    }))
+    let share = match pool {
+        None => None,
+        Some(pool) => {
+            // `max_bytes` (an i32 setting) keeps this within u32, and the
+            // pool is at least `max_bytes` (checked at start-up), so the
+            // wait ends.
+            let wanted = u32::try_from(length).unwrap_or(u32::MAX);
+            let share = pool
+                .clone()
+                .acquire_many_owned(wanted)
+                .await
+                .map_err(|_| FrameError::Closed)?;
+            Some(share)
+        }
+    };
+    match FrameBuffers::kept_capacity(length) {
+        Some(capacity) => {
+            let spare = buffers.take(length).unwrap_or_default();
+            let frame = read_body(reader, length, spare, capacity).await?;
+            Ok(buffers.frame(frame, share))
+        }
+        None => {
+            let frame = read_body(reader, length, Vec::new(), length).await?;
+            Ok(match share {
+                None => Bytes::from(frame),
+                Some(share) => Bytes::from_owner(PooledFrame {
+                    bytes: frame,
+                    _share: share,
+                }),
+            })
+        }
+    }
+}
+
+/// The memory of one request frame, holding its share of
+/// `queued.max.request.bytes` until every slice of it (decoded fields,
+/// record batches on their way to the log) is dropped.
+struct PooledFrame {
+    bytes: Vec<u8>,
+    _share: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for PooledFrame {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 /// Write a whole response frame: bytes with `write_all`, file regions with
@@ -300,5 +329,37 @@ mod tests {
             read_frame(&mut short, 100).await,
             Err(FrameError::Truncated { got: 2, .. })
         ));
+    }
+
+    /// A produce-sized frame is read into the buffer the previous one gave
+    /// back, so its pages are not faulted in (and zeroed) again; a frame
+    /// still in use keeps its buffer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn request_frames_reuse_buffers_given_back() {
+        let body = vec![5u8; 300 * 1024];
+        let mut wire = Vec::new();
+        for _ in 0..3 {
+            wire.extend_from_slice(&(body.len() as i32).to_be_bytes());
+            wire.extend_from_slice(&body);
+        }
+        let mut input: &[u8] = &wire;
+        let buffers = FrameBuffers::new();
+        let first = read_request_frame(&mut input, 1 << 20, None, &buffers)
+            .await
+            .unwrap();
+        assert_eq!(&first[..], &body[..]);
+        let held = first.slice(10..20);
+        drop(first);
+        let second = read_request_frame(&mut input, 1 << 20, None, &buffers)
+            .await
+            .unwrap();
+        assert_ne!(second.as_ptr(), held.as_ptr().wrapping_sub(10), "in use");
+        let reused = second.as_ptr();
+        drop(second);
+        let third = read_request_frame(&mut input, 1 << 20, None, &buffers)
+            .await
+            .unwrap();
+        assert_eq!(third.as_ptr(), reused, "given back and taken again");
+        assert_eq!(&third[..], &body[..]);
     }
 }
