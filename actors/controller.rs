@@ -33,7 +33,7 @@ use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
 use super::log::{
-    CreateLog, DeleteLog, GetLogOffsets, LogActor, LogActorError, LogOffsets, UpdateLogConfig,
+    CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets, UpdateLogConfig,
 };
 use super::partition::{
     ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
@@ -155,7 +155,7 @@ struct Shared {
     broker_id: i32,
     config: BrokerConfig,
     store: Arc<dyn MetadataStore>,
-    log: Addr<LogActor>,
+    log: LogAdmin,
     cache: MetadataCache,
     partitions: PartitionRuntime,
     /// Whether this broker is the active controller, and its epoch; on a
@@ -363,7 +363,7 @@ impl Controller {
     pub async fn start(
         config: BrokerConfig,
         store: Arc<dyn MetadataStore>,
-        log: Addr<LogActor>,
+        log: LogAdmin,
         cache: MetadataCache,
         partitions: PartitionRuntime,
         advertised: AdvertisedEndpoint,
@@ -810,7 +810,7 @@ impl Shared {
     /// Deletes `tp`'s log here; a log that is already gone counts as
     /// deleted. `Ok(false)`: the deletion failed (logged).
     async fn delete_log(&self, tp: &TopicPartition) -> Result<bool, TopicError> {
-        match self.log.send(DeleteLog { tp: tp.clone() }).await {
+        match self.log.delete.send(DeleteLog { tp: tp.clone() }).await {
             Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => Ok(true),
             Ok(Err(e)) => {
                 log::error!("deleting the log of {tp} failed: {e}");
@@ -1576,19 +1576,20 @@ fn partition_metadata(
 /// The log of `tp` here: found, or created empty. A log that exists but
 /// cannot be read is reported offline.
 async fn find_or_create_log(
-    log: &Addr<LogActor>,
+    log: &LogAdmin,
     tp: TopicPartition,
     config: LogConfig,
 ) -> Result<LogOffsets, TopicError> {
-    match log.send(GetLogOffsets { tp: tp.clone() }).await {
+    match log.offsets.send(GetLogOffsets { tp: tp.clone() }).await {
         // Loaded at start-up with the broker's defaults: the topic's own
         // configs (retention, segment size, cleanup.policy...) apply now.
-        Ok(Ok(offsets)) => match log.send(UpdateLogConfig { tp, config }).await {
+        Ok(Ok(offsets)) => match log.update_config.send(UpdateLogConfig { tp, config }).await {
             Ok(Ok(())) => Ok(offsets),
             Ok(Err(e)) => Err(TopicError::Log(e)),
             Err(_) => Err(TopicError::Stopped),
         },
         Ok(Err(LogActorError::UnknownPartition(_))) => log
+            .create
             .send(CreateLog { tp, config })
             .await
             .map_err(|_| TopicError::Stopped)

@@ -22,8 +22,8 @@ use actix::prelude::*;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
-use crate::actors::consumer_group::{CommitOffsets, ConsumerGroup, FetchOffsets};
-use crate::actors::controller::{Controller, CreateTopic, TopicError};
+use crate::actors::consumer_group::{CommitOffsets, FetchOffsets};
+use crate::actors::controller::{CreateTopic, TopicError};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
 use crate::actors::partition::{Acks, AppendRecords, GetState, PartitionRegistry, ReadRecords};
@@ -142,11 +142,30 @@ pub struct ExtensionContext {
     name: String,
     partitions: PartitionRegistry,
     metadata: MetadataCache,
-    controller: Addr<Controller>,
-    groups: Addr<GroupCoordinator>,
+    topics: Recipient<CreateTopic>,
+    positions: PositionStore,
     events: EventBus,
     clock: SharedClock,
     link: SupervisorLink,
+}
+
+/// Where an extension's positions are kept: the group coordinator, under
+/// the group `ferrolog.extension.<name>`.
+#[derive(Clone)]
+pub(crate) struct PositionStore {
+    fetch: Recipient<ForGroup<FetchOffsets>>,
+    commit: Recipient<ForGroup<CommitOffsets>>,
+    find_coordinator: Recipient<FindGroupCoordinator>,
+}
+
+impl PositionStore {
+    pub(crate) fn of(groups: &Addr<GroupCoordinator>) -> Self {
+        PositionStore {
+            fetch: groups.clone().recipient(),
+            commit: groups.clone().recipient(),
+            find_coordinator: groups.clone().recipient(),
+        }
+    }
 }
 
 /// Bound on one read: what a consumer's default `max.partition.fetch.bytes` is.
@@ -156,8 +175,8 @@ impl ExtensionContext {
     pub(crate) fn new(
         partitions: PartitionRegistry,
         metadata: MetadataCache,
-        controller: Addr<Controller>,
-        groups: Addr<GroupCoordinator>,
+        topics: Recipient<CreateTopic>,
+        positions: PositionStore,
         events: EventBus,
         clock: SharedClock,
     ) -> Self {
@@ -165,8 +184,8 @@ impl ExtensionContext {
             name: String::new(),
             partitions,
             metadata,
-            controller,
-            groups,
+            topics,
+            positions,
             events,
             clock,
             link: SupervisorLink::default(),
@@ -224,7 +243,7 @@ impl ExtensionContext {
             configs,
             validate_only: false,
         };
-        match self.controller.send(create).await {
+        match self.topics.send(create).await {
             Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => Ok(()),
             Ok(Err(e)) => Err(ExtensionError::Kafka {
                 what: "create topic",
@@ -348,6 +367,7 @@ impl ExtensionContext {
     ) -> Result<Option<i64>, ExtensionError> {
         let reply = self
             .ask_group(
+                &self.positions.fetch,
                 FetchOffsets {
                     partitions: Some(vec![tp.clone()]),
                 },
@@ -376,6 +396,7 @@ impl ExtensionContext {
         };
         let reply = self
             .ask_group(
+                &self.positions.commit,
                 CommitOffsets {
                     member_id: String::new(),
                     group_instance_id: None,
@@ -402,24 +423,29 @@ impl ExtensionContext {
         }
     }
 
-    async fn ask_group<M, T>(&self, request: M, create: bool) -> Result<Option<T>, ExtensionError>
+    async fn ask_group<M, T>(
+        &self,
+        group: &Recipient<ForGroup<M>>,
+        request: M,
+        create: bool,
+    ) -> Result<Option<T>, ExtensionError>
     where
         M: Message<Result = Result<T, ResponseError>> + Send + 'static,
         T: Send + 'static,
-        ConsumerGroup: Handler<M>,
     {
         let ask = ForGroup {
             group_id: self.position_group(),
             request,
             create,
         };
-        match self.groups.send(ask).await {
+        match group.send(ask).await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(e)) => {
                 // As a client would: find the coordinator, which creates
                 // and loads `__consumer_offsets` on first use; retry later.
                 let _ = self
-                    .groups
+                    .positions
+                    .find_coordinator
                     .send(FindGroupCoordinator {
                         group_id: self.position_group(),
                     })

@@ -24,7 +24,7 @@ use super::consumer_group::{
     read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
     TopicDeleted,
 };
-use super::controller::{Controller, CreateTopic, TopicError};
+use super::controller::{CreateTopic, TopicError};
 use super::event_bus::{BrokerEvent, EventBus, EventKind};
 use super::partition::PartitionRegistry;
 use super::pool::ActorPool;
@@ -75,7 +75,7 @@ enum Load {
 pub struct GroupCoordinator {
     config: CoordinatorConfig,
     broker_id: i32,
-    controller: Addr<Controller>,
+    topics: Recipient<CreateTopic>,
     partitions: PartitionRegistry,
     metadata: MetadataCache,
     clock: SharedClock,
@@ -91,7 +91,8 @@ pub struct GroupCoordinator {
 /// The actors and threads the coordinator works with.
 #[derive(Clone)]
 pub struct CoordinatorDeps {
-    pub controller: Addr<Controller>,
+    /// Where `__consumer_offsets` is created: the controller.
+    pub topics: Recipient<CreateTopic>,
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,
     pub clock: SharedClock,
@@ -112,7 +113,7 @@ impl GroupCoordinator {
         let coordinator = GroupCoordinator {
             config,
             broker_id,
-            controller: deps.controller,
+            topics: deps.topics,
             partitions: deps.partitions,
             metadata: deps.metadata,
             clock: deps.clock,
@@ -309,7 +310,7 @@ impl Handler<FindGroupCoordinator> for GroupCoordinator {
     fn handle(&mut self, msg: FindGroupCoordinator, _ctx: &mut Context<Self>) -> Self::Result {
         let partition = self.offsets_partition(&msg.group_id);
         let exists = self.metadata.topic(OFFSETS_TOPIC).is_some();
-        let create = (!exists).then(|| self.controller.send(offsets_topic(&self.config)));
+        let create = (!exists).then(|| self.topics.send(offsets_topic(&self.config)));
         Box::pin(
             async move {
                 if let Some(create) = create {

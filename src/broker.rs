@@ -20,9 +20,13 @@ use actix::prelude::*;
 use crate::actors::acceptor::{Acceptor, StopAccepting};
 use crate::actors::controller::{AdvertisedEndpoint, Controller, StopPartitions, TopicError};
 use crate::actors::event_bus::EventBus;
-use crate::actors::extension::{starter, Extension, ExtensionContext, ExtensionStarter};
+use crate::actors::extension::{
+    starter, Extension, ExtensionContext, ExtensionStarter, PositionStore,
+};
 use crate::actors::group_coordinator::{CoordinatorConfig, CoordinatorDeps, GroupCoordinator};
-use crate::actors::log::{Close, GetShards, LoadedLog, LogActor, LogActorConfig, LogActorError};
+use crate::actors::log::{
+    Close, GetShards, LoadedLog, LogActor, LogActorConfig, LogActorError, LogAdmin,
+};
 use crate::actors::partition::{PartitionRegistry, PartitionRuntime, ReplicaContext};
 use crate::actors::pool::{ActorPool, ActorPoolThreads};
 use crate::actors::supervisor::{BrokerFatal, Escalation, SupervisorLink};
@@ -199,7 +203,7 @@ impl BrokerBuilder {
         let controller = Controller::start(
             config.clone(),
             store.clone(),
-            log.clone(),
+            LogAdmin::of(&log),
             cache.clone(),
             PartitionRuntime {
                 registry: partitions.clone(),
@@ -230,7 +234,7 @@ impl BrokerBuilder {
             CoordinatorConfig::from_broker(&config),
             config.broker_id.max(0),
             CoordinatorDeps {
-                controller: controller.clone(),
+                topics: controller.clone().recipient(),
                 partitions: partitions.clone(),
                 metadata: cache.clone(),
                 clock: clock.clone(),
@@ -242,8 +246,8 @@ impl BrokerBuilder {
         let extension_context = ExtensionContext::new(
             partitions.clone(),
             cache.clone(),
-            controller.clone(),
-            groups.clone(),
+            controller.clone().recipient(),
+            PositionStore::of(&groups),
             events.clone(),
             clock.clone(),
         );

@@ -606,6 +606,29 @@ impl Handler<GetShards> for LogActor {
     }
 }
 
+/// What the controller asks of the log: a partition's offsets, a new or
+/// deleted log, a topic's configs applied. Typed recipients rather than
+/// the `LogActor`'s address, so that another storage (tiered, say) can
+/// take its place without the controller changing.
+#[derive(Clone)]
+pub struct LogAdmin {
+    pub create: Recipient<CreateLog>,
+    pub delete: Recipient<DeleteLog>,
+    pub offsets: Recipient<GetLogOffsets>,
+    pub update_config: Recipient<UpdateLogConfig>,
+}
+
+impl LogAdmin {
+    pub fn of(log: &Addr<LogActor>) -> Self {
+        LogAdmin {
+            create: log.clone().recipient(),
+            delete: log.clone().recipient(),
+            offsets: log.clone().recipient(),
+            update_config: log.clone().recipient(),
+        }
+    }
+}
+
 /// Create an empty log for a new partition on the least loaded log dir.
 #[derive(Debug)]
 pub struct CreateLog {
