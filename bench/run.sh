@@ -17,6 +17,10 @@
 #                                   the client's own limit on this machine
 #   FERROLOG_BENCH_CASES="100:1 100:8 1024:1 1024:8"   size:partitions
 #   FERROLOG_BENCH_TIMEOUT=900      seconds allowed to each perf command
+#   FERROLOG_BENCH_PIN=0:1          run the client on CPUs 0 and the broker on
+#                                   CPUs 1 (taskset lists), so that the two do
+#                                   not share cores; the mock's broker runs
+#                                   inside the client, on the client's CPUs
 #   FERROLOG_BENCH_NO_BUILD=1       skip `cargo build` (use target/release as is)
 #   FERROLOG_BENCH_LOG_DIR=DIR      keep every broker's log there
 #   FERROLOG_BENCH_RESULTS=FILE     keep the raw results (TSV) there
@@ -39,6 +43,13 @@ CASES=${FERROLOG_BENCH_CASES:-"100:1 100:8 1024:1 1024:8"}
 PERF_TIMEOUT=${FERROLOG_BENCH_TIMEOUT:-900}
 LOG_DIR=${FERROLOG_BENCH_LOG_DIR:-}
 RESULTS_FILE=${FERROLOG_BENCH_RESULTS:-}
+PIN=${FERROLOG_BENCH_PIN:-}
+PIN_CLIENT=()
+PIN_BROKER=()
+if [[ -n "$PIN" ]]; then
+    PIN_CLIENT=(taskset -c "${PIN%%:*}")
+    PIN_BROKER=(taskset -c "${PIN#*:}")
+fi
 
 FERROLOG=$ROOT/target/release/ferrolog
 PERF=$ROOT/target/release/examples/perf
@@ -162,7 +173,7 @@ start_broker() {
     BROKER_DATA=$(mktemp -d "$WORK/$name-data.XXXXXX")
     case $name in
     ferrolog)
-        RUST_LOG=info "$FERROLOG" --config config/server.properties \
+        RUST_LOG=info "${PIN_BROKER[@]}" "$FERROLOG" --config config/server.properties \
             --override "log.dirs=$BROKER_DATA" \
             --override "listeners=PLAINTEXT://127.0.0.1:$PORT" \
             --override num.partitions=1 >"$logfile" 2>&1 &
@@ -172,7 +183,7 @@ start_broker() {
         # Tansu's own default log level: with RUST_LOG=info it logs several
         # lines per request, which slows it down a lot. It runs in its (empty)
         # data directory so that anything it might write is removed with it.
-        (cd "$BROKER_DATA" && exec "$TANSU" broker \
+        (cd "$BROKER_DATA" && exec "${PIN_BROKER[@]}" "$TANSU" broker \
             --listener-url "tcp://127.0.0.1:$PORT" \
             --advertised-listener-url "tcp://127.0.0.1:$PORT" \
             --storage-engine memory://tansu/) >"$logfile" 2>&1 &
@@ -204,7 +215,7 @@ run_perf() {
     local __out=$1
     shift
     local __err=$WORK/perf.err __line __rc=0
-    __line=$(timeout --kill-after=10 $((PERF_TIMEOUT + 30)) "$PERF" "$@" \
+    __line=$(timeout --kill-after=10 $((PERF_TIMEOUT + 30)) "${PIN_CLIENT[@]}" "$PERF" "$@" \
         --timeout "$PERF_TIMEOUT" 2>"$__err") || __rc=$?
     printf -v "$__out" '%s' "$__line"
     if ((__rc != 0)); then
