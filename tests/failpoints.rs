@@ -15,8 +15,9 @@
 //! - lost produce acknowledgements (written, then the connection dropped):
 //!   librdkafka's idempotent producer retries and every record is stored
 //!   once, in order;
-//! - one of two log dirs runs out of space: its partitions go offline, the
-//!   other dir's keep working, and they come back once space is freed.
+//! - one of two log dirs runs out of space, or becomes unwritable: its
+//!   partitions go offline, the other dir's keep working, and they come
+//!   back once space is freed or the dir is writable again.
 
 mod common;
 
@@ -451,6 +452,109 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
         acked as i64 + 10,
         "every acknowledged record is still there"
     );
+}
+
+/// Run `chattr -R <flag>` on `path`: `+i` makes every file and directory
+/// in it immutable, so that writes through descriptors already open fail
+/// (EPERM) as they would on a disk gone read-only. A read-only remount,
+/// the literal fault, is refused (EBUSY) while the broker holds files
+/// open for writing, and could not be undone while it holds them either.
+fn chattr(flag: &str, path: &std::path::Path) {
+    let status = std::process::Command::new("chattr")
+        .args(["-R", flag])
+        .arg(path)
+        .status()
+        .expect("chattr runs");
+    assert!(
+        status.success(),
+        "chattr {flag} {}: run this test as root (CI does)",
+        path.display()
+    );
+}
+
+/// Makes a directory writable again when dropped, so that a failing test
+/// leaves nothing its temporary directory cannot remove.
+struct Writable(std::path::PathBuf);
+
+impl Drop for Writable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .args(["-R", "-i"])
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Two log dirs; a 2-partition topic gets one partition on each. The
+/// second dir is made unwritable with its files open (every file and
+/// directory in it immutable): its partition answers KAFKA_STORAGE_ERROR
+/// while the first dir's keeps taking writes; made writable again, the
+/// partition comes back within the retry interval, without a restart,
+/// with every acknowledged record readable.
+#[test]
+fn an_unwritable_log_dir_takes_only_its_partitions_offline_until_restored() {
+    let healthy = tempfile::tempdir().unwrap();
+    let failing = tempfile::tempdir().unwrap();
+    let dirs = format!(
+        "log.dirs={},{}",
+        healthy.path().display(),
+        failing.path().display()
+    );
+    let mut broker = BrokerProcess::start_with_env(healthy.path(), &[&dirs], &[]);
+    assert_eq!(
+        create_topics(&broker.bootstrap, &["ro"], 2),
+        vec![Ok("ro".to_string())]
+    );
+    let on_failing: i32 = if failing.path().join("ro-0").exists() {
+        0
+    } else {
+        1
+    };
+    assert!(failing.path().join(format!("ro-{on_failing}")).exists());
+    let on_healthy = 1 - on_failing;
+    assert_eq!(raw_produce(&broker.bootstrap, "ro", on_failing, 200), 0);
+    assert_eq!(raw_produce(&broker.bootstrap, "ro", on_healthy, 200), 0);
+
+    let _restore = Writable(failing.path().to_path_buf());
+    chattr("+i", failing.path());
+    assert_eq!(
+        raw_produce(&broker.bootstrap, "ro", on_failing, 10),
+        STORAGE_ERROR,
+        "the first write to the unwritable dir fails and takes its partition offline"
+    );
+    broker.wait_for_line(
+        &format!("partition ro-{on_failing} is now offline"),
+        Duration::from_secs(5),
+    );
+    for _ in 0..5 {
+        assert_eq!(raw_produce(&broker.bootstrap, "ro", on_healthy, 10), 0);
+        assert_eq!(
+            raw_produce(&broker.bootstrap, "ro", on_failing, 10),
+            STORAGE_ERROR
+        );
+    }
+
+    chattr("-i", failing.path());
+    broker.wait_for_line(
+        &format!("partition ro-{on_failing} is back online"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(raw_produce(&broker.bootstrap, "ro", on_failing, 10), 0);
+    let consumer: BaseConsumer = client_config(&broker.bootstrap)
+        .set("group.id", "ro-check")
+        .create()
+        .unwrap();
+    let watermarks = |partition| {
+        consumer
+            .fetch_watermarks("ro", partition, Duration::from_secs(10))
+            .unwrap()
+    };
+    assert_eq!(
+        watermarks(on_failing),
+        (0, 210),
+        "every acknowledged record is still there, and nothing refused"
+    );
+    assert_eq!(watermarks(on_healthy), (0, 250));
 }
 
 /// A partition that fills its log dir by itself goes offline, and nothing
