@@ -10,7 +10,9 @@
 //!
 //! Buffers come in power-of-two sizes between [`MIN_KEPT_BYTES`] and
 //! [`MAX_KEPT_BYTES`], and at most [`MAX_RETAINED_BYTES`] are kept in all,
-//! so the memory held while idle is bounded. It must never hand out a
+//! so the memory held while idle is bounded. `queued.max.request.bytes`
+//! counts a frame's length, not the up to twice as large buffer it is read
+//! into, nor the buffers kept here. It must never hand out a
 //! buffer that a frame still uses: only the frame's owner gives it back,
 //! when the last `Bytes` of it is dropped.
 
