@@ -643,6 +643,41 @@ fn unclean_election_lets_an_out_of_sync_replica_lead() {
     assert!(found, "the possible loss is logged");
 }
 
+/// Waits (bounded) until broker `id` knows every broker's rack. A leader
+/// that does not know its followers' racks yet serves a consumer itself,
+/// as Kafka's selector does when no replica matches; on a loaded machine
+/// the controller's UpdateMetadata naming the last broker can reach the
+/// leader after the ISR is already full.
+fn wait_for_racks(cluster: &Cluster, id: i32, racks: &[&str]) {
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response: MetadataResponse = raw_request(
+            &cluster.bootstrap(id),
+            ApiKey::Metadata,
+            9,
+            &MetadataRequest::default().with_topics(Some(Vec::new())),
+            Duration::from_secs(10),
+        );
+        let known: BTreeMap<i32, Option<String>> = response
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, b.rack.as_ref().map(|r| r.to_string())))
+            .collect();
+        let all_known = racks.iter().enumerate().all(|(broker, rack)| {
+            known.get(&(broker as i32)).and_then(|r| r.as_deref()) == Some(*rack)
+        });
+        if all_known {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker {id} never learned every rack: {known:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// KIP-392: with the rack-aware selector, a consumer whose `client.rack`
 /// holds a follower but not the leader is sent to that follower
 /// (`preferred_read_replica`), which serves it every record up to its own
@@ -661,6 +696,7 @@ fn consumers_fetch_from_a_follower_in_their_rack() {
     let records = 2_000;
     common::cluster::produce(&cluster.bootstrap(0), topic, 0..records);
     let leader = leader_of_partition_0(&cluster, topic);
+    wait_for_racks(&cluster, leader, &racks);
     let leader_rack = racks[leader as usize];
     let client_rack = if leader_rack == "rack-a" {
         "rack-b"
