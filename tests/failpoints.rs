@@ -81,6 +81,65 @@ fn raw_produce(bootstrap: &str, topic: &str, partition: i32, records: usize) -> 
     common::produce_batch(bootstrap, topic, partition, records, 1)
 }
 
+/// Create `topic` with 2 partitions on a broker with two log dirs, one
+/// partition in each: (the partition in `second`, the other one).
+fn partition_per_dir(bootstrap: &str, topic: &str, second: &std::path::Path) -> (i32, i32) {
+    assert_eq!(
+        create_topics(bootstrap, &[topic], 2),
+        vec![Ok(topic.to_string())]
+    );
+    let in_second = if second.join(format!("{topic}-0")).exists() {
+        0
+    } else {
+        1
+    };
+    assert!(second.join(format!("{topic}-{in_second}")).exists());
+    (in_second, 1 - in_second)
+}
+
+/// `offline` of `topic` has gone offline: it keeps refusing writes with
+/// KAFKA_STORAGE_ERROR while `online`, on the other log dir, takes them.
+fn offline_while_the_other_serves(
+    broker: &mut BrokerProcess,
+    topic: &str,
+    offline: i32,
+    online: i32,
+) {
+    broker.wait_for_line(
+        &format!("partition {topic}-{offline} is now offline"),
+        Duration::from_secs(5),
+    );
+    for _ in 0..5 {
+        assert_eq!(raw_produce(&broker.bootstrap, topic, online, 10), 0);
+        assert_eq!(
+            raw_produce(&broker.bootstrap, topic, offline, 10),
+            STORAGE_ERROR
+        );
+    }
+}
+
+/// Waits (bounded) for `partition` of `topic` to come back online, writes
+/// 10 records to it, and returns its watermarks.
+fn back_online_and_writable(broker: &mut BrokerProcess, topic: &str, partition: i32) -> (i64, i64) {
+    broker.wait_for_line(
+        &format!("partition {topic}-{partition} is back online"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(raw_produce(&broker.bootstrap, topic, partition, 10), 0);
+    watermarks(&broker.bootstrap, topic, partition)
+}
+
+/// The low and high watermarks of `partition` of `topic`.
+fn watermarks(bootstrap: &str, topic: &str, partition: i32) -> (i64, i64) {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", format!("{topic}-check"))
+        .create()
+        .unwrap();
+    consumer
+        .fetch_watermarks(topic, partition, Duration::from_secs(10))
+        .unwrap()
+}
+
 /// `partition.append.fp-3` panics on its 51st append while a librdkafka
 /// producer sends 4,000 records round robin over 8 partitions, flushing
 /// every 8 so that each partition sees 500 appends. Every record is acknowledged exactly once and is stored
@@ -388,17 +447,7 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
     let (big, small, _unmount, dirs) = big_and_small_log_dirs();
     let mut broker =
         BrokerProcess::start_with_env(big.path(), &[&dirs, "log.segment.bytes=1048576"], &[]);
-    assert_eq!(
-        create_topics(&broker.bootstrap, &["disk"], 2),
-        vec![Ok("disk".to_string())]
-    );
-    let on_small: i32 = if small.path().join("disk-0").exists() {
-        0
-    } else {
-        1
-    };
-    assert!(small.path().join(format!("disk-{on_small}")).exists());
-    let on_big = 1 - on_small;
+    let (on_small, on_big) = partition_per_dir(&broker.bootstrap, "disk", small.path());
     // Leave about 300 KiB free on the small dir.
     let free = |path: &std::path::Path| {
         let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -422,30 +471,9 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
     }
     assert_eq!(code, STORAGE_ERROR, "the full dir's partition goes offline");
     assert!(acked > 0);
-    broker.wait_for_line(
-        &format!("partition disk-{on_small} is now offline"),
-        Duration::from_secs(5),
-    );
-    for _ in 0..5 {
-        assert_eq!(raw_produce(&broker.bootstrap, "disk", on_big, 10), 0);
-        assert_eq!(
-            raw_produce(&broker.bootstrap, "disk", on_small, 10),
-            STORAGE_ERROR
-        );
-    }
+    offline_while_the_other_serves(&mut broker, "disk", on_small, on_big);
     std::fs::remove_file(&filler).unwrap();
-    broker.wait_for_line(
-        &format!("partition disk-{on_small} is back online"),
-        Duration::from_secs(30),
-    );
-    assert_eq!(raw_produce(&broker.bootstrap, "disk", on_small, 10), 0);
-    let consumer: BaseConsumer = client_config(&broker.bootstrap)
-        .set("group.id", "disk-check")
-        .create()
-        .unwrap();
-    let (low, high) = consumer
-        .fetch_watermarks("disk", on_small, Duration::from_secs(10))
-        .unwrap();
+    let (low, high) = back_online_and_writable(&mut broker, "disk", on_small);
     assert_eq!(low, 0);
     assert_eq!(
         high,
@@ -501,17 +529,7 @@ fn an_unwritable_log_dir_takes_only_its_partitions_offline_until_restored() {
         failing.path().display()
     );
     let mut broker = BrokerProcess::start_with_env(healthy.path(), &[&dirs], &[]);
-    assert_eq!(
-        create_topics(&broker.bootstrap, &["ro"], 2),
-        vec![Ok("ro".to_string())]
-    );
-    let on_failing: i32 = if failing.path().join("ro-0").exists() {
-        0
-    } else {
-        1
-    };
-    assert!(failing.path().join(format!("ro-{on_failing}")).exists());
-    let on_healthy = 1 - on_failing;
+    let (on_failing, on_healthy) = partition_per_dir(&broker.bootstrap, "ro", failing.path());
     assert_eq!(raw_produce(&broker.bootstrap, "ro", on_failing, 200), 0);
     assert_eq!(raw_produce(&broker.bootstrap, "ro", on_healthy, 200), 0);
 
@@ -522,39 +540,15 @@ fn an_unwritable_log_dir_takes_only_its_partitions_offline_until_restored() {
         STORAGE_ERROR,
         "the first write to the unwritable dir fails and takes its partition offline"
     );
-    broker.wait_for_line(
-        &format!("partition ro-{on_failing} is now offline"),
-        Duration::from_secs(5),
-    );
-    for _ in 0..5 {
-        assert_eq!(raw_produce(&broker.bootstrap, "ro", on_healthy, 10), 0);
-        assert_eq!(
-            raw_produce(&broker.bootstrap, "ro", on_failing, 10),
-            STORAGE_ERROR
-        );
-    }
+    offline_while_the_other_serves(&mut broker, "ro", on_failing, on_healthy);
 
     chattr("-i", failing.path());
-    broker.wait_for_line(
-        &format!("partition ro-{on_failing} is back online"),
-        Duration::from_secs(30),
-    );
-    assert_eq!(raw_produce(&broker.bootstrap, "ro", on_failing, 10), 0);
-    let consumer: BaseConsumer = client_config(&broker.bootstrap)
-        .set("group.id", "ro-check")
-        .create()
-        .unwrap();
-    let watermarks = |partition| {
-        consumer
-            .fetch_watermarks("ro", partition, Duration::from_secs(10))
-            .unwrap()
-    };
     assert_eq!(
-        watermarks(on_failing),
+        back_online_and_writable(&mut broker, "ro", on_failing),
         (0, 210),
         "every acknowledged record is still there, and nothing refused"
     );
-    assert_eq!(watermarks(on_healthy), (0, 250));
+    assert_eq!(watermarks(&broker.bootstrap, "ro", on_healthy), (0, 250));
 }
 
 /// A partition that fills its log dir by itself goes offline, and nothing
@@ -574,16 +568,8 @@ fn retention_frees_a_disk_its_offline_partition_filled() {
         ],
         &[],
     );
-    assert_eq!(
-        create_topics(&broker.bootstrap, &["filling"], 2),
-        vec![Ok("filling".to_string())]
-    );
+    let (on_small, _) = partition_per_dir(&broker.bootstrap, "filling", small.path());
     common::alter_retention(&broker.bootstrap, "filling", "8000");
-    let on_small: i32 = if small.path().join("filling-0").exists() {
-        0
-    } else {
-        1
-    };
     let started = std::time::Instant::now();
     let mut code = 0;
     for _ in 0..400 {
