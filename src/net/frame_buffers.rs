@@ -19,6 +19,7 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Frames below this are cheap to allocate; not kept.
 pub const MIN_KEPT_BYTES: usize = 64 * 1024;
@@ -56,9 +57,10 @@ impl FrameBuffers {
             .then(|| length.next_power_of_two())
     }
 
-    /// An empty kept buffer of at least `length` bytes, if one is spare.
-    pub fn take(&self, length: usize) -> Option<Vec<u8>> {
-        let class = class_of(Self::kept_capacity(length)?)?;
+    /// An empty kept buffer of `capacity` bytes (a `kept_capacity`), if
+    /// one is spare.
+    pub fn take(&self, capacity: usize) -> Option<Vec<u8>> {
+        let class = class_of(capacity)?;
         let mut shelves = self.shelves.lock().ok()?;
         let buffer = shelves.by_class[class].pop()?;
         shelves.retained -= buffer.capacity();
@@ -88,15 +90,6 @@ impl FrameBuffers {
         self.shelves.lock().map(|s| s.retained).unwrap_or(0)
     }
 
-    /// `frame` as `Bytes` that give its buffer back here when the last
-    /// slice of them is dropped, holding `share` until then.
-    pub fn frame<S: Send + 'static>(self: &Arc<Self>, frame: Vec<u8>, share: S) -> Bytes {
-        Bytes::from_owner(KeptFrame {
-            buffer: frame,
-            home: self.clone(),
-            _share: share,
-        })
-    }
 }
 
 /// Which shelf a buffer of exactly `capacity` bytes goes on.
@@ -105,21 +98,42 @@ fn class_of(capacity: usize) -> Option<usize> {
         .then(|| (capacity.trailing_zeros() - MIN_KEPT_BYTES.trailing_zeros()) as usize)
 }
 
-struct KeptFrame<S> {
-    buffer: Vec<u8>,
-    home: Arc<FrameBuffers>,
-    _share: S,
+/// A request frame's memory as `Bytes` (zero-copy): its buffer goes back
+/// to `home` (when it is of a kept size), and its share of
+/// `queued.max.request.bytes` is given back, when the last slice of it is
+/// dropped.
+pub(super) fn frame_bytes(
+    frame: Vec<u8>,
+    home: Option<&Arc<FrameBuffers>>,
+    share: Option<OwnedSemaphorePermit>,
+) -> Bytes {
+    if home.is_none() && share.is_none() {
+        return Bytes::from(frame);
+    }
+    Bytes::from_owner(FrameOwner {
+        buffer: frame,
+        home: home.cloned(),
+        _share: share,
+    })
 }
 
-impl<S> AsRef<[u8]> for KeptFrame<S> {
+struct FrameOwner {
+    buffer: Vec<u8>,
+    home: Option<Arc<FrameBuffers>>,
+    _share: Option<OwnedSemaphorePermit>,
+}
+
+impl AsRef<[u8]> for FrameOwner {
     fn as_ref(&self) -> &[u8] {
         &self.buffer
     }
 }
 
-impl<S> Drop for KeptFrame<S> {
+impl Drop for FrameOwner {
     fn drop(&mut self) {
-        self.home.give_back(std::mem::take(&mut self.buffer));
+        if let Some(home) = &self.home {
+            home.give_back(std::mem::take(&mut self.buffer));
+        }
     }
 }
 
@@ -136,13 +150,13 @@ mod tests {
         let mut buffer = Vec::with_capacity(capacity);
         buffer.resize(length, 7u8);
         let address = buffer.as_ptr();
-        let frame = buffers.frame(buffer, ());
+        let frame = frame_bytes(buffer, Some(&buffers), None);
         let slice = frame.slice(1000..2000);
         drop(frame);
-        assert!(buffers.take(length).is_none(), "a slice still uses it");
+        assert!(buffers.take(capacity).is_none(), "a slice still uses it");
         drop(slice);
         assert_eq!(buffers.retained_bytes(), capacity);
-        let again = buffers.take(length).expect("given back");
+        let again = buffers.take(capacity).expect("given back");
         assert_eq!(again.as_ptr(), address, "the same memory");
         assert!(again.is_empty());
         assert_eq!(buffers.retained_bytes(), 0);
@@ -163,5 +177,6 @@ mod tests {
         // A smaller frame does not take a larger class's buffer.
         assert!(buffers.take(MIN_KEPT_BYTES).is_none());
         assert!(buffers.take(MAX_KEPT_BYTES).is_some());
+        assert!(buffers.take(MAX_KEPT_BYTES - 1).is_none(), "not a kept size");
     }
 }

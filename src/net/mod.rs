@@ -12,6 +12,7 @@ pub mod client;
 mod frame_buffers;
 
 pub use frame_buffers::FrameBuffers;
+use frame_buffers::frame_bytes;
 
 use std::io;
 use std::os::unix::io::AsRawFd;
@@ -171,37 +172,12 @@ pub async fn read_request_frame<R: AsyncRead + Unpin>(
             Some(share)
         }
     };
-    match FrameBuffers::kept_capacity(length) {
-        Some(capacity) => {
-            let spare = buffers.take(length).unwrap_or_default();
-            let frame = read_body(reader, length, spare, capacity).await?;
-            Ok(buffers.frame(frame, share))
-        }
-        None => {
-            let frame = read_body(reader, length, Vec::new(), length).await?;
-            Ok(match share {
-                None => Bytes::from(frame),
-                Some(share) => Bytes::from_owner(PooledFrame {
-                    bytes: frame,
-                    _share: share,
-                }),
-            })
-        }
-    }
-}
-
-/// The memory of one request frame, holding its share of
-/// `queued.max.request.bytes` until every slice of it (decoded fields,
-/// record batches on their way to the log) is dropped.
-struct PooledFrame {
-    bytes: Vec<u8>,
-    _share: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl AsRef<[u8]> for PooledFrame {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes
-    }
+    let (spare, target, home) = match FrameBuffers::kept_capacity(length) {
+        Some(capacity) => (buffers.take(capacity).unwrap_or_default(), capacity, Some(buffers)),
+        None => (Vec::new(), length, None),
+    };
+    let frame = read_body(reader, length, spare, target).await?;
+    Ok(frame_bytes(frame, home, share))
 }
 
 /// Write a whole response frame: bytes with `write_all`, file regions with
