@@ -1,5 +1,8 @@
 //! The `ferrolog` daemon: `ferrolog --config server.properties [--override key=value]...`.
 
+// As in the library: no unwrap/expect outside tests (clippy, in CI).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
