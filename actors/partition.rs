@@ -36,8 +36,10 @@ use tokio::sync::{oneshot, watch};
 
 use crate::clock::SharedClock;
 use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPartitionStateZNode};
-use crate::metadata::MetadataStore;
-use crate::replication::{LeaderState, ReadReplica, ReplicationError};
+use crate::metadata::{MetadataError, MetadataStore};
+use crate::replication::{
+    is_own_write, InEpochUpdate, LeaderAndIsrView, LeaderState, ReadReplica, ReplicationError,
+};
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
@@ -52,6 +54,92 @@ use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 /// The most acks=all produces one partition keeps waiting; past it a
 /// produce is written but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND at once.
 const PURGATORY_CAPACITY: usize = 10_000;
+
+/// How long a leader waits before writing an ISR change again whose
+/// outcome it could not learn (the store's connection dropped).
+const ISR_WRITE_RETRY: Duration = Duration::from_millis(500);
+
+/// Attempts at leaving an ISR change notification for the controller.
+const NOTIFICATION_ATTEMPTS: usize = 3;
+
+/// What became of a conditional ISR write.
+enum IsrWrite {
+    /// In the store, at this version.
+    Written(i32),
+    /// Refused: another writer moved the state on.
+    Refused(MetadataError),
+    /// Not known (the connection dropped; a retry will tell).
+    Unknown(MetadataError),
+}
+
+/// Writes a leader's `state` to the partition state znode, conditionally on
+/// `version`. A refusal is read back: when the znode holds this very state,
+/// the write landed and only its reply was lost (the client retried it
+/// against the version it had just moved), and it counts as written.
+async fn write_leader_and_isr(
+    store: &dyn MetadataStore,
+    tp: &TopicPartition,
+    state: &LeaderAndIsr,
+    version: i32,
+) -> IsrWrite {
+    let path = TopicPartitionStateZNode::path(tp);
+    let refusal = match store
+        .set(&path, TopicPartitionStateZNode::encode(state), Some(version))
+        .await
+    {
+        Ok(stat) => return IsrWrite::Written(stat.version),
+        Err(e @ (MetadataError::BadVersion { .. } | MetadataError::NoNode(_))) => e,
+        Err(e) => return IsrWrite::Unknown(e),
+    };
+    match store.get(&path).await {
+        Ok(Some((bytes, stat))) => match TopicPartitionStateZNode::decode(tp, &bytes) {
+            Ok(read) => {
+                let ours = is_own_write(&view(&read), &view(state));
+                if ours {
+                    log::info!(
+                        "partition {tp}: the ISR write at version {version} landed although its \
+                         reply was lost (the state is at version {})",
+                        stat.version
+                    );
+                    IsrWrite::Written(stat.version)
+                } else {
+                    IsrWrite::Refused(refusal)
+                }
+            }
+            Err(_) => IsrWrite::Refused(refusal),
+        },
+        Ok(None) => IsrWrite::Refused(refusal),
+        Err(e) => IsrWrite::Unknown(e),
+    }
+}
+
+fn view(state: &LeaderAndIsr) -> LeaderAndIsrView<'_> {
+    LeaderAndIsrView {
+        leader: state.leader,
+        leader_epoch: state.leader_epoch,
+        isr: &state.isr,
+        controller_epoch: state.controller_epoch,
+    }
+}
+
+/// Leaves `/isr_change_notification/isr_change_<n>` for the controller,
+/// retried a few times: without it the controller learns of the change only
+/// from its next read of the state.
+async fn notify_isr_change(store: &dyn MetadataStore, tp: &TopicPartition) {
+    let notice = IsrChangeNotificationZNode::encode(std::slice::from_ref(tp));
+    for attempt in 1..=NOTIFICATION_ATTEMPTS {
+        match store
+            .create_sequential(IsrChangeNotificationZNode::PREFIX, notice.clone())
+            .await
+        {
+            Ok(_) => return,
+            Err(e) if attempt == NOTIFICATION_ATTEMPTS => {
+                log::warn!("partition {tp}: the ISR change notification failed: {e}");
+            }
+            Err(_) => tokio::time::sleep(ISR_WRITE_RETRY).await,
+        }
+    }
+}
 
 /// A partition's offsets, as the partition actor last knew them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -472,6 +560,40 @@ impl PartitionActor {
     /// Take up `assignment`: lead (recording the new epoch in the log
     /// first, so every append of this epoch carries it) or follow.
     fn apply_assignment(&mut self, assignment: PartitionAssignment, ctx: &mut Context<Self>) {
+        if assignment.leader == self.replica.broker_id {
+            if let Role::Leader(leader) = &mut self.role {
+                if leader.leader_epoch == assignment.leader_epoch {
+                    let now = self.replica.clock.now_ms();
+                    match leader.update_in_epoch(
+                        &assignment.isr,
+                        &assignment.replicas,
+                        assignment.zk_version,
+                        now,
+                    ) {
+                        InEpochUpdate::Stale { requested, current } => {
+                            log::info!(
+                                "partition {}: skipped a LeaderAndIsr for leader epoch {} at                                  partition state version {requested}: this leader already wrote                                  version {current}",
+                                self.tp,
+                                assignment.leader_epoch
+                            );
+                        }
+                        update => {
+                            if update == InEpochUpdate::Newer {
+                                // A newer state to write against.
+                                self.isr_fenced = false;
+                            }
+                            self.assignment = PartitionAssignment {
+                                isr: leader.isr.iter().copied().collect(),
+                                zk_version: leader.zk_version,
+                                ..assignment
+                            };
+                            self.maybe_advance_high_watermark();
+                        }
+                    }
+                    return;
+                }
+            }
+        }
         let was_leader = matches!(self.role, Role::Leader(_));
         self.assignment = assignment.clone();
         self.isr_fenced = false;
@@ -521,11 +643,14 @@ impl PartitionActor {
     }
 
     /// As leader: write `isr` to the partition state znode (conditionally
-    /// on its version) and leave a notification for the controller.
+    /// on its version) and leave a notification for the controller. Until
+    /// the write's outcome is known the high watermark counts both ISRs
+    /// (`pending_isr`); an outcome that stays unknown (the connection to
+    /// the store dropped) is retried.
     fn change_isr(&mut self, isr: std::collections::BTreeSet<i32>, ctx: &mut Context<Self>) {
-        let Some(store) = self.replica.store.clone() else {
+        if self.replica.store.is_none() {
             return;
-        };
+        }
         let Role::Leader(leader) = &mut self.role else {
             return;
         };
@@ -533,6 +658,16 @@ impl PartitionActor {
             return;
         }
         leader.pending_isr = Some(isr.clone());
+        self.write_isr(isr, ctx);
+    }
+
+    fn write_isr(&mut self, isr: std::collections::BTreeSet<i32>, ctx: &mut Context<Self>) {
+        let Some(store) = self.replica.store.clone() else {
+            return;
+        };
+        let Role::Leader(leader) = &self.role else {
+            return;
+        };
         let state = LeaderAndIsr {
             leader: self.replica.broker_id,
             leader_epoch: leader.leader_epoch,
@@ -544,53 +679,69 @@ impl PartitionActor {
         let tp = self.tp.clone();
         ctx.spawn(
             async move {
-                let written = store
-                    .set(
-                        &TopicPartitionStateZNode::path(&tp),
-                        TopicPartitionStateZNode::encode(&state),
-                        Some(version),
-                    )
-                    .await;
-                if written.is_ok() {
-                    let notice = IsrChangeNotificationZNode::encode(std::slice::from_ref(&tp));
-                    if let Err(e) = store
-                        .create_sequential(IsrChangeNotificationZNode::PREFIX, notice)
-                        .await
-                    {
-                        log::warn!("partition {tp}: the ISR change notification failed: {e}");
-                    }
+                let outcome = write_leader_and_isr(store.as_ref(), &tp, &state, version).await;
+                if matches!(outcome, IsrWrite::Written(_)) {
+                    notify_isr_change(store.as_ref(), &tp).await;
                 }
-                written
+                outcome
             }
             .into_actor(self)
-            .map(move |written, actor, _ctx| {
+            .map(move |outcome, actor, ctx| {
                 let Role::Leader(leader) = &mut actor.role else {
                     return;
                 };
                 if leader.leader_epoch != epoch {
                     return;
                 }
-                leader.pending_isr = None;
-                match written {
-                    Ok(stat) => {
-                        log::info!(
-                            "partition {}: ISR {:?} -> {:?}",
-                            actor.tp,
-                            leader.isr,
-                            isr
-                        );
-                        leader.isr = isr;
-                        leader.zk_version = stat.version;
-                        actor.maybe_advance_high_watermark();
+                match outcome {
+                    IsrWrite::Written(written) => {
+                        let before = leader.isr.clone();
+                        if leader.complete_isr_write(&isr, Some(written)) {
+                            log::info!("partition {}: ISR {before:?} -> {isr:?}", actor.tp);
+                            actor.assignment.isr = isr.iter().copied().collect();
+                            actor.assignment.zk_version = written;
+                        }
                     }
-                    Err(e) => {
+                    IsrWrite::Refused(e) => {
+                        leader.complete_isr_write(&isr, None);
+                        // Fenced only while no newer state has arrived since.
+                        if leader.zk_version == version {
+                            log::warn!(
+                                "partition {}: writing ISR {isr:?} was refused ({e}); waiting for \
+                                 the controller",
+                                actor.tp
+                            );
+                            actor.isr_fenced = true;
+                        }
+                    }
+                    IsrWrite::Unknown(e) => {
                         log::warn!(
-                            "partition {}: writing ISR {isr:?} failed ({e}); waiting for the controller",
-                            actor.tp
+                            "partition {}: the outcome of writing ISR {isr:?} is unknown ({e}); \
+                             retrying in {} ms",
+                            actor.tp,
+                            ISR_WRITE_RETRY.as_millis()
                         );
-                        actor.isr_fenced = true;
+                        ctx.run_later(ISR_WRITE_RETRY, move |actor, ctx| {
+                            let Role::Leader(leader) = &mut actor.role else {
+                                return;
+                            };
+                            if leader.leader_epoch != epoch
+                                || leader.pending_isr.as_ref() != Some(&isr)
+                            {
+                                return;
+                            }
+                            if leader.zk_version != version {
+                                // A LeaderAndIsr brought a newer state: decide again.
+                                leader.complete_isr_write(&isr, None);
+                                actor.maybe_advance_high_watermark();
+                                return;
+                            }
+                            actor.write_isr(isr, ctx);
+                        });
+                        return;
                     }
                 }
+                actor.maybe_advance_high_watermark();
             }),
         );
     }
@@ -986,18 +1137,8 @@ impl Handler<ReplicaFetch> for PartitionActor {
         if let Err(e) = self.check_leader(msg.current_leader_epoch) {
             return Box::pin(fut::ready(Err(e)));
         }
-        let now = self.now_ms();
-        let log_end_offset = self.state.log_end_offset;
-        let high_watermark = self.state.high_watermark;
-        let grown = match &mut self.role {
-            Role::Leader(leader) if leader.is_replica(msg.replica_id) => leader.record_fetch(
-                msg.replica_id,
-                msg.offset.min(log_end_offset),
-                log_end_offset,
-                high_watermark,
-                now,
-            ),
-            Role::Leader(_) => {
+        if let Role::Leader(leader) = &self.role {
+            if !leader.is_replica(msg.replica_id) {
                 log::warn!(
                     "partition {}: broker {} fetched as a replica but is not one",
                     self.tp,
@@ -1007,19 +1148,59 @@ impl Handler<ReplicaFetch> for PartitionActor {
                     Err(ReplicationError::NotLeaderOrFollower.into()),
                 ));
             }
-            Role::Follower { .. } => None,
+        }
+        let log_end_offset = self.state.log_end_offset;
+        if !LeaderState::fetch_offset_valid(msg.offset, self.state.log_start_offset, log_end_offset)
+        {
+            // Never counted: a follower whose log runs past this leader's
+            // truncates to its end, then fetches again.
+            return Box::pin(fut::ready(Err(LogActorError::Log(
+                crate::storage::LogError::OffsetOutOfRange {
+                    offset: msg.offset,
+                    log_start_offset: self.state.log_start_offset,
+                    log_end_offset,
+                },
+            ))));
+        }
+        self.ensure_log_online(ctx);
+        let (replica_id, offset) = (msg.replica_id, msg.offset);
+        // The follower's position counts only once the read succeeded, as
+        // in Kafka (a log start moved by retention fails the read).
+        Box::pin(self.read(msg.offset, msg.max_bytes, false).map(
+            move |result, actor, ctx| {
+                let read = result?;
+                actor.record_replica_fetch(replica_id, offset, ctx);
+                Ok(read)
+            },
+        ))
+    }
+}
+
+impl PartitionActor {
+    /// As leader: a follower fetched from `offset`, inside the log. Its
+    /// position may grow the ISR and move the high watermark.
+    fn record_replica_fetch(&mut self, replica_id: i32, offset: i64, ctx: &mut Context<Self>) {
+        let now = self.now_ms();
+        let log_end_offset = self.state.log_end_offset;
+        let high_watermark = self.state.high_watermark;
+        let Role::Leader(leader) = &mut self.role else {
+            return;
         };
+        let grown = leader.record_fetch(
+            replica_id,
+            offset.min(log_end_offset),
+            log_end_offset,
+            high_watermark,
+            now,
+        );
         if let Some(isr) = grown {
             log::info!(
-                "partition {}: broker {} caught up; growing the ISR to {isr:?}",
-                self.tp,
-                msg.replica_id
+                "partition {}: broker {replica_id} caught up; growing the ISR to {isr:?}",
+                self.tp
             );
             self.change_isr(isr, ctx);
         }
         self.maybe_advance_high_watermark();
-        self.ensure_log_online(ctx);
-        self.read(msg.offset, msg.max_bytes, false)
     }
 }
 
@@ -1247,6 +1428,52 @@ impl Handler<GetState> for PartitionActor {
                 actor.note_log_start(offsets.log_start_offset);
             }
             actor.state
+        }))
+    }
+}
+
+/// The offsets ListOffsets answers from, as leader only: checked against
+/// the client's `current_leader_epoch` (-1: unchecked). A consumer's
+/// (`for_replica` false) is refused OFFSET_NOT_AVAILABLE while a new
+/// leader's high watermark is below the start of its epoch (KIP-207): it
+/// would answer an offset older than what it may have acknowledged.
+#[derive(Debug)]
+pub struct LeaderOffsets {
+    pub current_leader_epoch: i32,
+    pub for_replica: bool,
+}
+
+impl Message for LeaderOffsets {
+    type Result = Result<PartitionState, LogActorError>;
+}
+
+impl Handler<LeaderOffsets> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<PartitionState, LogActorError>>;
+
+    fn handle(&mut self, msg: LeaderOffsets, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let offsets = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        let for_replica = msg.for_replica;
+        Box::pin(offsets.into_actor(self).map(move |offsets, actor, _ctx| {
+            actor.observe(&offsets);
+            actor.note_log_start(offsets?.log_start_offset);
+            if let Role::Leader(leader) = &actor.role {
+                if !for_replica && leader.epoch_start_offset > actor.state.high_watermark {
+                    return Err(ReplicationError::OffsetNotAvailable {
+                        high_watermark: actor.state.high_watermark,
+                        epoch_start_offset: leader.epoch_start_offset,
+                    }
+                    .into());
+                }
+            }
+            Ok(actor.state)
         }))
     }
 }

@@ -28,9 +28,10 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, TopicName,
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
@@ -49,6 +50,8 @@ use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 /// The Fetch version followers speak (Kafka 3.x's last before topic ids).
 pub const REPLICA_FETCH_VERSION: i16 = 12;
 pub const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
+/// ListOffsets v4 carries `current_leader_epoch`.
+pub const LIST_OFFSETS_VERSION: i16 = 4;
 /// Rounds of OffsetForLeaderEpoch before a partition gives up and retries
 /// later (each round moves to an older epoch, so this is plenty).
 const TRUNCATION_ROUNDS: usize = 16;
@@ -124,8 +127,6 @@ enum Outcome {
     FetchFrom(i64),
     /// Pause, then go on as before.
     Backoff,
-    /// Find the divergence point again.
-    Truncate,
 }
 
 impl ReplicaFetcher {
@@ -206,10 +207,6 @@ impl ReplicaFetcher {
                     followed.paused_until = None;
                 }
                 Outcome::Backoff => followed.paused_until = Some(backoff_until),
-                Outcome::Truncate => {
-                    followed.state = FetchState::Truncating;
-                    followed.paused_until = None;
-                }
             }
         }
     }
@@ -484,6 +481,87 @@ async fn leader_end_offset(
     Ok((answer.leader_epoch, answer.end_offset))
 }
 
+/// The leader answered OFFSET_OUT_OF_RANGE (Kafka's
+/// `fetchOffsetAndTruncate`): a log that runs past the leader's end (after
+/// an unclean election) is cut to that end; one that ends before the
+/// leader's start (retention or DeleteRecords moved it) starts over there.
+/// Answers the offset to fetch from.
+async fn out_of_range(
+    client: &mut BrokerClient,
+    config: &ReplicaFetcherConfig,
+    tp: &TopicPartition,
+    handle: &PartitionHandle,
+    leader_epoch: i32,
+) -> Result<i64, FollowerError> {
+    let local = ask(handle, LocalLogOffsets).await?;
+    let leader_end = leader_offset(client, config, tp, leader_epoch, LATEST_OFFSET).await?;
+    if leader_end < local.log_end_offset {
+        log::warn!(
+            "replica {tp}: the log ends at {} past the leader's {leader_end}; truncating to it",
+            local.log_end_offset
+        );
+        let cut = ask(
+            handle,
+            TruncateReplica {
+                offset: leader_end,
+                start_over: false,
+            },
+        )
+        .await?;
+        return Ok(cut.log_end_offset);
+    }
+    let leader_start = leader_offset(client, config, tp, leader_epoch, EARLIEST_OFFSET).await?;
+    if leader_start > local.log_end_offset {
+        let fresh = ask(
+            handle,
+            TruncateReplica {
+                offset: leader_start,
+                start_over: true,
+            },
+        )
+        .await?;
+        return Ok(fresh.log_end_offset);
+    }
+    Ok(local.log_end_offset.max(leader_start))
+}
+
+/// ListOffsets' `timestamp` for the log end (as a replica asks it: the
+/// log end offset, not the high watermark) and for the log start.
+const LATEST_OFFSET: i64 = -1;
+const EARLIEST_OFFSET: i64 = -2;
+
+/// The leader's log end (`LATEST_OFFSET`) or log start (`EARLIEST_OFFSET`),
+/// asked as a replica.
+async fn leader_offset(
+    client: &mut BrokerClient,
+    config: &ReplicaFetcherConfig,
+    tp: &TopicPartition,
+    current_leader_epoch: i32,
+    timestamp: i64,
+) -> Result<i64, FollowerError> {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(config.broker_id))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(topic_name(&tp.topic))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(tp.partition)
+                .with_current_leader_epoch(current_leader_epoch)
+                .with_timestamp(timestamp)])]);
+    let response: ListOffsetsResponse = client
+        .call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request)
+        .await?;
+    let answer = response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == tp.partition)
+        .ok_or(FollowerError::NoAnswer)?;
+    if answer.error_code != 0 {
+        return Err(FollowerError::LeaderError(answer.error_code));
+    }
+    Ok(answer.offset)
+}
+
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
 }
@@ -571,26 +649,12 @@ async fn fetch(
                 }
             }
             code if code == ResponseError::OffsetOutOfRange.code() => {
-                if answer.log_start_offset > offset {
-                    // The leader deleted what we would fetch next: start
-                    // again from its log start.
-                    match ask(
-                        &handle,
-                        TruncateReplica {
-                            offset: answer.log_start_offset,
-                            start_over: true,
-                        },
-                    )
-                    .await
-                    {
-                        Ok(offsets) => Outcome::FetchFrom(offsets.log_end_offset),
-                        Err(e) => {
-                            log::warn!("replica {tp}: starting over failed: {e}");
-                            Outcome::Backoff
-                        }
+                match out_of_range(client, config, &tp, &handle, leader_epoch).await {
+                    Ok(next) => Outcome::FetchFrom(next),
+                    Err(e) => {
+                        log::warn!("replica {tp}: handling OFFSET_OUT_OF_RANGE at {offset} failed: {e}");
+                        Outcome::Backoff
                     }
-                } else {
-                    Outcome::Truncate
                 }
             }
             code => {

@@ -27,6 +27,14 @@ pub enum ReplicationError {
     FencedLeaderEpoch { requested: i32, current: i32 },
     #[error("leader epoch {requested} is newer than the current {current}")]
     UnknownLeaderEpoch { requested: i32, current: i32 },
+    #[error(
+        "a new leader's high watermark {high_watermark} is below its epoch's start \
+         {epoch_start_offset}"
+    )]
+    OffsetNotAvailable {
+        high_watermark: i64,
+        epoch_start_offset: i64,
+    },
 }
 
 impl ReplicationError {
@@ -40,6 +48,7 @@ impl ReplicationError {
             ReplicationError::RequestTimedOut => ResponseError::RequestTimedOut.code(),
             ReplicationError::FencedLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch.code(),
             ReplicationError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch.code(),
+            ReplicationError::OffsetNotAvailable { .. } => ResponseError::OffsetNotAvailable.code(),
         }
     }
 
@@ -197,6 +206,81 @@ impl LeaderState {
         })
     }
 
+    /// A LeaderAndIsr that names this broker leader again in the leader
+    /// epoch it already leads (Kafka's `Partition.makeLeader` when the
+    /// leader epoch is not new). The controller builds those from its
+    /// cache, which learns of this leader's own ISR writes only later: a
+    /// request whose partition state version (`zk_version`, LeaderAndIsr's
+    /// partition epoch) is older than the one this leader wrote is skipped,
+    /// so the leader never falls back to an ISR ZooKeeper no longer holds.
+    /// A current or newer one is taken without resetting what the leader
+    /// knows of its followers, as Kafka keeps replica state within an epoch.
+    pub fn update_in_epoch(
+        &mut self,
+        isr: &[i32],
+        replicas: &[i32],
+        zk_version: i32,
+        now_ms: i64,
+    ) -> InEpochUpdate {
+        if zk_version < self.zk_version {
+            return InEpochUpdate::Stale {
+                requested: zk_version,
+                current: self.zk_version,
+            };
+        }
+        // Replicas added keep no lag history; replicas removed are gone.
+        self.followers
+            .retain(|id, _| replicas.contains(id) && *id != self.broker_id);
+        for &id in replicas {
+            if id != self.broker_id {
+                self.followers.entry(id).or_insert(FollowerState {
+                    log_end_offset: -1,
+                    last_caught_up_ms: now_ms,
+                    last_fetch_leader_log_end_offset: -1,
+                    last_fetch_ms: now_ms,
+                });
+            }
+        }
+        if zk_version == self.zk_version {
+            return InEpochUpdate::Current;
+        }
+        let mut isr: BTreeSet<i32> = isr.iter().copied().collect();
+        isr.insert(self.broker_id);
+        self.isr = isr;
+        self.zk_version = zk_version;
+        InEpochUpdate::Newer
+    }
+
+    /// The outcome of an ISR write this leader started (`written`, at
+    /// `pending`'s ISR): the write is no longer pending, and a version
+    /// newer than the one known makes its ISR the one in force. An older
+    /// version (a LeaderAndIsr already brought a newer state) changes
+    /// nothing. Returns whether the written ISR is now in force.
+    pub fn complete_isr_write(&mut self, written: &BTreeSet<i32>, version: Option<i32>) -> bool {
+        self.pending_isr = None;
+        match version {
+            Some(version) if version > self.zk_version => {
+                self.isr = written.clone();
+                self.zk_version = version;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a follower's fetch at `fetch_offset` may count at all:
+    /// Kafka updates a follower's state only after a read that succeeded,
+    /// so an offset outside the leader's log (a follower whose log runs
+    /// past the leader's after an unclean election) never counts as
+    /// caught up.
+    pub fn fetch_offset_valid(
+        fetch_offset: i64,
+        log_start_offset: i64,
+        leader_log_end_offset: i64,
+    ) -> bool {
+        fetch_offset >= log_start_offset && fetch_offset <= leader_log_end_offset
+    }
+
     /// The in-sync followers a consumer at `fetch_offset` could read from
     /// instead of this leader (KIP-392): those whose log reaches it.
     pub fn read_replicas(&self, fetch_offset: i64, now_ms: i64) -> Vec<ReadReplica> {
@@ -242,6 +326,44 @@ impl LeaderState {
                 .collect(),
         )
     }
+}
+
+/// What [`LeaderState::update_in_epoch`] made of a same-epoch LeaderAndIsr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InEpochUpdate {
+    /// Older than the state this leader wrote: skipped.
+    Stale { requested: i32, current: i32 },
+    /// The state already in force (the replica set may have changed).
+    Current,
+    /// A newer state (the controller wrote the znode since): taken.
+    Newer,
+}
+
+/// Whether a partition state read back after a refused conditional write
+/// is that write itself: the first attempt landed but its reply was lost,
+/// and the client's retry met the version it had just moved (Kafka 2.6's
+/// `checkLeaderAndIsrZkData`). The znode's version is not compared: the
+/// caller takes the one read.
+pub fn is_own_write(read: &LeaderAndIsrView<'_>, written: &LeaderAndIsrView<'_>) -> bool {
+    let sorted = |isr: &[i32]| {
+        let mut isr = isr.to_vec();
+        isr.sort_unstable();
+        isr
+    };
+    read.leader == written.leader
+        && read.leader_epoch == written.leader_epoch
+        && read.controller_epoch == written.controller_epoch
+        && sorted(read.isr) == sorted(written.isr)
+}
+
+/// The fields of a partition state that identify a write (borrowed, so
+/// this module needs no metadata types).
+#[derive(Debug, Clone, Copy)]
+pub struct LeaderAndIsrView<'a> {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: &'a [i32],
+    pub controller_epoch: i32,
 }
 
 /// A replica a consumer may read from, as its leader sees it.
@@ -332,6 +454,99 @@ mod tests {
         // 3 is being added: until confirmed, the HW waits for it too.
         l.pending_isr = Some([1, 2, 3].into_iter().collect());
         assert_eq!(l.high_watermark(10), 4);
+    }
+
+    #[test]
+    fn a_same_epoch_assignment_older_than_the_leaders_own_write_is_skipped() {
+        let mut l = leader(&[1, 2, 3]);
+        l.record_fetch(2, 10, 10, 0, 1_100);
+        // The leader shrank the ISR itself: the znode is at version 1.
+        let shrunk: BTreeSet<i32> = [1, 2].into_iter().collect();
+        l.pending_isr = Some(shrunk.clone());
+        assert!(l.complete_isr_write(&shrunk, Some(1)));
+        // The controller's cache still says version 0, ISR [1, 2, 3].
+        assert_eq!(
+            l.update_in_epoch(&[1, 2, 3], &[1, 2, 3], 0, 2_000),
+            InEpochUpdate::Stale {
+                requested: 0,
+                current: 1
+            }
+        );
+        assert_eq!(l.isr, shrunk);
+        assert_eq!(l.zk_version, 1);
+        // The current version changes nothing, and keeps what the leader
+        // knows of its followers.
+        assert_eq!(
+            l.update_in_epoch(&[1, 2], &[1, 2, 3], 1, 2_000),
+            InEpochUpdate::Current
+        );
+        assert_eq!(l.follower(2).unwrap().log_end_offset, 10);
+        // A newer one (the controller moved the state on) is taken.
+        assert_eq!(
+            l.update_in_epoch(&[1, 3], &[1, 2, 3], 2, 2_000),
+            InEpochUpdate::Newer
+        );
+        assert_eq!(l.isr, [1, 3].into_iter().collect());
+        assert_eq!(l.zk_version, 2);
+        assert_eq!(l.follower(2).unwrap().log_end_offset, 10);
+    }
+
+    #[test]
+    fn an_isr_write_answered_after_a_newer_state_changes_nothing() {
+        let mut l = leader(&[1, 2, 3]);
+        let written: BTreeSet<i32> = [1, 2].into_iter().collect();
+        l.pending_isr = Some(written.clone());
+        // A LeaderAndIsr at version 3 arrived while the write was out.
+        assert_eq!(
+            l.update_in_epoch(&[1, 3], &[1, 2, 3], 3, 2_000),
+            InEpochUpdate::Newer
+        );
+        assert!(!l.complete_isr_write(&written, Some(1)));
+        assert_eq!(l.isr, [1, 3].into_iter().collect());
+        assert_eq!(l.pending_isr, None);
+        // A write whose outcome is unknown leaves the ISR in force.
+        l.pending_isr = Some(written.clone());
+        assert!(!l.complete_isr_write(&written, None));
+        assert_eq!(l.zk_version, 3);
+    }
+
+    #[test]
+    fn only_a_fetch_inside_the_leaders_log_counts() {
+        assert!(LeaderState::fetch_offset_valid(10, 0, 10));
+        assert!(LeaderState::fetch_offset_valid(0, 0, 10));
+        assert!(!LeaderState::fetch_offset_valid(11, 0, 10));
+        assert!(!LeaderState::fetch_offset_valid(4, 5, 10));
+    }
+
+    #[test]
+    fn a_read_back_state_is_the_own_write_whatever_the_isr_order() {
+        let written = LeaderAndIsrView {
+            leader: 1,
+            leader_epoch: 4,
+            isr: &[1, 2],
+            controller_epoch: 7,
+        };
+        assert!(is_own_write(
+            &LeaderAndIsrView {
+                isr: &[2, 1],
+                ..written
+            },
+            &written
+        ));
+        assert!(!is_own_write(
+            &LeaderAndIsrView {
+                isr: &[1, 2, 3],
+                ..written
+            },
+            &written
+        ));
+        assert!(!is_own_write(
+            &LeaderAndIsrView {
+                leader_epoch: 5,
+                ..written
+            },
+            &written
+        ));
     }
 
     #[test]

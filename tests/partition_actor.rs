@@ -12,14 +12,14 @@ use ferrolog::actors::log::{
 };
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, PartitionActor,
-    PartitionAssignment, PartitionHandle, ReplicaContext, Restart, StopPartition,
+    PartitionAssignment, PartitionHandle, ReplicaContext, ReplicaFetch, Restart, StopPartition,
 };
 use ferrolog::clock::SystemClock;
 use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
 use ferrolog::metadata::{CreateMode, EmbeddedStore, MetadataStore};
 use ferrolog::replication::ReplicationError;
 use ferrolog::storage::testing::batch_v2;
-use ferrolog::storage::LogConfig;
+use ferrolog::storage::{LogConfig, LogError};
 use ferrolog::topic_partition::TopicPartition;
 use kafka_protocol::records::Compression;
 
@@ -577,6 +577,204 @@ fn a_stale_isr_write_is_refused_and_not_retried() {
             .await
             .unwrap()
             .is_empty());
+    });
+}
+
+/// Waits (at most 10 s) until `tp`'s partition state znode satisfies
+/// `done`; returns the state and its version.
+async fn state_znode_until(
+    store: &Arc<dyn MetadataStore>,
+    tp: &TopicPartition,
+    done: impl Fn(&LeaderAndIsr, i32) -> bool,
+) -> (LeaderAndIsr, i32) {
+    let path = TopicPartitionStateZNode::path(tp);
+    for _ in 0..200 {
+        let (bytes, stat) = store.get(&path).await.unwrap().unwrap();
+        let state = TopicPartitionStateZNode::decode(tp, &bytes).unwrap();
+        if done(&state, stat.version) {
+            return (state, stat.version);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} never reached the expected state");
+}
+
+fn same_epoch(isr: Vec<i32>, zk_version: i32) -> ApplyAssignment {
+    ApplyAssignment(PartitionAssignment {
+        leader: 0,
+        leader_epoch: 1,
+        isr,
+        replicas: vec![0, 1],
+        zk_version,
+        controller_epoch: 1,
+    })
+}
+
+/// Issue 20, hole 1: a LeaderAndIsr in the leader epoch in force, built
+/// from a controller cache that has not yet seen the leader's own ISR
+/// write (partition state version 0 against the leader's 1), is skipped:
+/// the leader keeps the ISR ZooKeeper holds, so acks=all is not answered
+/// on the strength of a different set than the one that can be elected,
+/// and it can still change the ISR. A newer state in the same epoch is
+/// taken.
+#[test]
+fn a_same_epoch_assignment_older_than_the_leaders_isr_write_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "epoch", store.clone(), 200).await;
+        let tp = TopicPartition::new("epoch", 0);
+        let (_, version) = state_znode_until(&store, &tp, |s, _| s.isr == vec![0]).await;
+        assert_eq!(version, 1);
+        for _ in 0..50 {
+            if leader.addr.send(GetReplicaState).await.unwrap().isr == vec![0] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // The controller's stale cache: ISR [0, 1] at version 0.
+        leader
+            .addr
+            .send(same_epoch(vec![0, 1], 0))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            leader.addr.send(GetReplicaState).await.unwrap().isr,
+            vec![0],
+            "the leader fell back to an ISR the state znode no longer holds"
+        );
+        let (state, version) = state_znode_until(&store, &tp, |_, _| true).await;
+        assert_eq!((state.isr, version), (vec![0], 1));
+
+        // The controller itself put 1 back (version 2): taken, and the
+        // leader, not frozen, shrinks it again on its own (version 3).
+        let path = TopicPartitionStateZNode::path(&tp);
+        let restored = LeaderAndIsr {
+            leader: 0,
+            leader_epoch: 1,
+            isr: vec![0, 1],
+            controller_epoch: 1,
+        };
+        let stat = store
+            .set(&path, TopicPartitionStateZNode::encode(&restored), Some(1))
+            .await
+            .unwrap();
+        leader
+            .addr
+            .send(same_epoch(vec![0, 1], stat.version))
+            .await
+            .unwrap()
+            .unwrap();
+        let (_, version) = state_znode_until(&store, &tp, |s, v| s.isr == vec![0] && v > 2).await;
+        assert_eq!(version, 3);
+    });
+}
+
+/// Issue 20, hole 2: an ISR write whose first attempt landed but whose
+/// reply was lost meets BadVersion on the client's retry, with the
+/// leader's own state in the znode. The leader reads it back and takes it
+/// as written (ISR, version, notification for the controller) instead of
+/// reverting to the old ISR and freezing; its next ISR change is written.
+/// The znode here holds that state before the leader writes, which is what
+/// the retry finds.
+#[test]
+fn an_isr_write_whose_reply_was_lost_counts_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "lost", store.clone(), 1_000).await;
+        let tp = TopicPartition::new("lost", 0);
+        let path = TopicPartitionStateZNode::path(&tp);
+        let landed = LeaderAndIsr {
+            leader: 0,
+            leader_epoch: 1,
+            isr: vec![0],
+            controller_epoch: 1,
+        };
+        store
+            .set(&path, TopicPartitionStateZNode::encode(&landed), Some(0))
+            .await
+            .unwrap();
+        let mut isr = Vec::new();
+        for _ in 0..150 {
+            isr = leader.addr.send(GetReplicaState).await.unwrap().isr;
+            if isr == vec![0] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(isr, vec![0], "the leader did not take its own landed write");
+        assert_eq!(
+            store
+                .children("/isr_change_notification")
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "the controller was not told of the change"
+        );
+
+        // Not frozen: the follower catches up and is written back at
+        // version 2, conditionally on the version read back (1).
+        let offsets = leader.addr.send(GetState).await.unwrap();
+        leader
+            .addr
+            .send(ReplicaFetch {
+                replica_id: 1,
+                offset: offsets.log_end_offset,
+                max_bytes: 1 << 20,
+                current_leader_epoch: 1,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let (state, version) = state_znode_until(&store, &tp, |s, _| s.isr == vec![0, 1]).await;
+        assert_eq!((state.isr, version), (vec![0, 1], 2));
+    });
+}
+
+/// Issue 20, hole 5: a follower fetching above the leader's log end (its
+/// own log runs past it, after an unclean election) is answered
+/// OFFSET_OUT_OF_RANGE and counted for nothing: the high watermark does not
+/// move on records it does not have. A fetch inside the log counts.
+#[test]
+fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "past", store.clone(), 60_000).await;
+        leader
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(5, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let fetch = |offset| ReplicaFetch {
+            replica_id: 1,
+            offset,
+            max_bytes: 1 << 20,
+            current_leader_epoch: 1,
+        };
+        match leader.addr.send(fetch(100)).await.unwrap() {
+            Err(LogActorError::Log(LogError::OffsetOutOfRange { offset: 100, .. })) => {}
+            other => panic!("expected OFFSET_OUT_OF_RANGE, got {other:?}"),
+        }
+        let state = leader.addr.send(GetState).await.unwrap();
+        assert_eq!(
+            (state.log_end_offset, state.high_watermark),
+            (5, 0),
+            "the high watermark moved on a fetch outside the log"
+        );
+        leader.addr.send(fetch(5)).await.unwrap().unwrap();
+        assert_eq!(leader.addr.send(GetState).await.unwrap().high_watermark, 5);
     });
 }
 

@@ -1,6 +1,9 @@
 //! ListOffsets (key 2), v0-7: earliest (-2), latest (-1), max timestamp (-3,
 //! answered with the last offset) or the first offset at or after a
-//! timestamp. v0 answers in its old `old_style_offsets` form.
+//! timestamp. v0 answers in its old `old_style_offsets` form. Only the
+//! leader answers, checking `current_leader_epoch`; a replica's request
+//! (`replica_id` >= 0) gets the log end for latest, a consumer's the high
+//! watermark.
 
 use futures_util::future::join_all;
 use kafka_protocol::error::ResponseError;
@@ -10,7 +13,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{error_code, BrokerContext};
-use crate::actors::partition::{GetState, OffsetForTimestamp};
+use crate::actors::partition::{LeaderOffsets, OffsetForTimestamp};
 use crate::topic_partition::TopicPartition;
 
 const LATEST: i64 = -1;
@@ -21,6 +24,8 @@ pub async fn handle(
     request: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
+    // Kafka: a replica id >= 0 is a follower (no isolation level).
+    let for_replica = request.replica_id.0 >= 0;
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
@@ -34,10 +39,21 @@ pub async fn handle(
                 let Some(handle) = ctx.partition(&tp) else {
                     return response.with_error_code(ctx.missing_partition(&tp));
                 };
-                let Ok(state) = handle.addr.send(GetState).await else {
-                    return response.with_error_code(ResponseError::NotLeaderOrFollower.code());
+                let offsets = LeaderOffsets {
+                    current_leader_epoch: p.current_leader_epoch,
+                    for_replica,
+                };
+                let state = match handle.addr.send(offsets).await {
+                    Ok(Ok(state)) => state,
+                    Ok(Err(e)) => return response.with_error_code(error_code(&e)),
+                    Err(_) => {
+                        return response.with_error_code(ResponseError::NotLeaderOrFollower.code())
+                    }
                 };
                 let (offset, timestamp) = match p.timestamp {
+                    // A replica (a follower handling OFFSET_OUT_OF_RANGE)
+                    // is told the log end, a consumer the high watermark.
+                    LATEST if for_replica => (state.log_end_offset, -1),
                     LATEST => (state.high_watermark, -1),
                     EARLIEST => (state.log_start_offset, -1),
                     // MAX_TIMESTAMP goes to the log too: the record with
