@@ -22,12 +22,13 @@ use crate::cluster::{
 use crate::config::{apply_topic_overrides, BrokerConfig};
 use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
 use crate::metadata::registration::{claim_ephemeral, ClaimError};
-use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, StoreOp};
+use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, Stat, StoreOp};
 use crate::metadata::znodes::{
     ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
     ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr, TopicAssignment,
     TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
 };
+use crate::replication::ReplicationError;
 use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
@@ -74,6 +75,10 @@ pub enum TopicError {
     Stopped,
     #[error("this broker is not the controller")]
     NotController,
+    /// A controller write found `/controller_epoch` moved on: another
+    /// broker was elected meanwhile. This one resigns.
+    #[error("another controller was elected (controller epoch {epoch} is no longer current)")]
+    ControllerMoved { epoch: i32 },
     #[error(
         "broker.id {broker_id} is already registered by another live broker (ZooKeeper \
          session {owner:#x}); give each broker its own broker.id"
@@ -115,9 +120,9 @@ impl TopicError {
             TopicError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
-            TopicError::ControllerElsewhere { .. } | TopicError::NotController => {
-                E::NotController.code()
-            }
+            TopicError::ControllerElsewhere { .. }
+            | TopicError::NotController
+            | TopicError::ControllerMoved { .. } => E::NotController.code(),
             TopicError::Store(_) | TopicError::Stopped | TopicError::DuplicateBrokerId { .. } => {
                 E::UnknownServerError.code()
             }
@@ -183,6 +188,12 @@ struct Role {
     /// no election may run (this broker is not registered).
     registering: bool,
     controller_epoch: i32,
+    /// While active: the version of `/controller_epoch` this controller
+    /// wrote its epoch at. Every controller write checks it in the same
+    /// transaction (Kafka's `wrapRequestWithControllerEpochCheck`), so a
+    /// controller that was paused or cut off while a successor was elected
+    /// can write nothing.
+    epoch_zk_version: i32,
     /// This broker's epoch (its registration's czxid, KIP-380).
     broker_epoch: i64,
 }
@@ -264,49 +275,79 @@ impl Registration {
         Ok(registered.creation_zxid)
     }
 
-    /// Runs for controller: creates `/controller` and bumps
-    /// `/controller_epoch`, returning the new epoch; `Ok(None)` when another
-    /// live broker holds the role. A claim left by this broker's own dead
-    /// predecessor is waited out (one session timeout).
-    async fn elect(&self, store: &dyn MetadataStore) -> Result<Option<i32>, TopicError> {
+    /// Runs for controller as Kafka's `registerControllerAndIncrementControllerEpoch`
+    /// does: one transaction creates `/controller` and moves
+    /// `/controller_epoch` on from the version read, so no broker ever
+    /// holds `/controller` without a new epoch, or an epoch without
+    /// `/controller`. Returns the new epoch and the version it was written
+    /// at; `Ok(None)` when another live broker holds the role. A claim left
+    /// by this broker's own dead predecessor is waited out (one session
+    /// timeout); a claim of this very session (a transaction whose reply
+    /// was lost) is the win it looks like.
+    async fn elect(&self, store: &dyn MetadataStore) -> Result<Option<(i32, i32)>, TopicError> {
         let broker_id = self.broker_id;
         let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
         let claim = ControllerZNode::encode(broker_id, now_ms);
-        // Bounded: each pass either wins, finds a holder, or saw the znode
-        // vanish in between.
+        let deadline = std::time::Instant::now() + self.wait;
+        // Bounded: each pass either wins, finds a holder, or lost a race
+        // that changed what it read.
         for _ in 0..ELECTION_ATTEMPTS {
-            match store.get(ControllerZNode::path()).await? {
-                Some((bytes, stat)) => {
-                    let holder = ControllerZNode::decode(&bytes)?;
-                    if stat.ephemeral_owner != store.session_id() && holder != broker_id {
-                        return Ok(None);
-                    }
-                    if stat.ephemeral_owner != store.session_id() {
-                        // Our own previous process: wait for its session.
-                        claim_ephemeral(store, ControllerZNode::path(), &claim, self.wait)
-                            .await
-                            .map_err(|e| match e {
-                                ClaimError::HeldByAnother { owner, .. } => {
-                                    TopicError::ControllerElsewhere { owner }
-                                }
-                                ClaimError::Store(e) => TopicError::Store(e),
-                            })?;
-                    }
-                }
+            let (epoch, epoch_version) = match store.get(ControllerEpochZNode::path()).await? {
+                Some((bytes, stat)) => (ControllerEpochZNode::decode(&bytes)?, stat.version),
+                // Kafka creates it at 0 first, so the first controller has 1.
                 None => match store
                     .create(
-                        ControllerZNode::path(),
-                        claim.clone(),
-                        CreateMode::Ephemeral,
+                        ControllerEpochZNode::path(),
+                        ControllerEpochZNode::encode(0),
+                        CreateMode::Persistent,
                     )
                     .await
                 {
-                    Ok(()) => {}
-                    Err(MetadataError::NodeExists(_)) => continue,
+                    Ok(()) | Err(MetadataError::NodeExists(_)) => continue,
                     Err(e) => return Err(e.into()),
                 },
+            };
+            let gone = store.watch(ControllerZNode::path()).await?;
+            if let Some((bytes, stat)) = store.get(ControllerZNode::path()).await? {
+                let holder = ControllerZNode::decode(&bytes)?;
+                if stat.ephemeral_owner == store.session_id() {
+                    return Ok(Some((epoch, epoch_version)));
+                }
+                if holder != broker_id {
+                    return Ok(None);
+                }
+                // Our own previous process: wait for its session to end.
+                let now = std::time::Instant::now();
+                if now >= deadline {
+                    return Err(TopicError::ControllerElsewhere {
+                        owner: stat.ephemeral_owner,
+                    });
+                }
+                let _ = tokio::time::timeout(deadline - now, gone).await;
+                continue;
             }
-            return Ok(Some(bump_controller_epoch(store).await?));
+            let ops = vec![
+                StoreOp::Create {
+                    path: ControllerZNode::path().to_owned(),
+                    data: claim.clone(),
+                    mode: CreateMode::Ephemeral,
+                },
+                StoreOp::Set {
+                    path: ControllerEpochZNode::path().to_owned(),
+                    data: ControllerEpochZNode::encode(epoch + 1),
+                    expected_version: Some(epoch_version),
+                },
+            ];
+            match store.multi(ops).await {
+                Ok(stats) => {
+                    let version = stats.get(1).map_or(epoch_version + 1, |s| s.version);
+                    return Ok(Some((epoch + 1, version)));
+                }
+                // Someone else won, or the reply was lost and the retry met
+                // its own writes: the next pass reads which.
+                Err(MetadataError::NodeExists(_) | MetadataError::BadVersion { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(None)
     }
@@ -321,34 +362,6 @@ const KEPT_CONFIG_CHANGES: usize = 100;
 
 /// Attempts at the election before deferring to whoever holds `/controller`.
 const ELECTION_ATTEMPTS: usize = 10;
-
-/// Increments `/controller_epoch` (conditionally on its version, so two
-/// controllers can never get the same epoch) and returns the new value.
-async fn bump_controller_epoch(store: &dyn MetadataStore) -> Result<i32, TopicError> {
-    Ok(match store.get(ControllerEpochZNode::path()).await? {
-        Some((bytes, stat)) => {
-            let epoch = ControllerEpochZNode::decode(&bytes)? + 1;
-            store
-                .set(
-                    ControllerEpochZNode::path(),
-                    ControllerEpochZNode::encode(epoch),
-                    Some(stat.version),
-                )
-                .await?;
-            epoch
-        }
-        None => {
-            store
-                .create(
-                    ControllerEpochZNode::path(),
-                    ControllerEpochZNode::encode(1),
-                    CreateMode::Persistent,
-                )
-                .await?;
-            1
-        }
-    })
-}
 
 /// This broker's advertised endpoint.
 #[derive(Debug, Clone)]
@@ -416,6 +429,7 @@ impl Controller {
                 active: false,
                 registering: false,
                 controller_epoch: 0,
+                epoch_zk_version: -1,
                 broker_epoch,
             })),
             channels: Arc::default(),
@@ -437,11 +451,11 @@ impl Controller {
             .events
             .publish(BrokerEvent::BrokerRegistered { broker_id });
         match registration.elect(shared.store.as_ref()).await? {
-            Some(epoch) => {
+            Some((epoch, epoch_zk_version)) => {
                 log::info!(
                     "broker {broker_id} is the controller (epoch {epoch}) of cluster {cluster_id}"
                 );
-                shared.activate(epoch).await?;
+                shared.activate(epoch, epoch_zk_version).await?;
             }
             None => {
                 let holder = shared.controller_holder().await?;
@@ -759,16 +773,18 @@ impl Shared {
             let Some(elected) = decide(&state) else {
                 return Ok(Some((state, stat.version)));
             };
-            match self
-                .store
-                .set(
-                    &path,
-                    TopicPartitionStateZNode::encode(&elected),
-                    Some(stat.version),
-                )
-                .await
-            {
-                Ok(written) => {
+            let write = StoreOp::Set {
+                path: path.clone(),
+                data: TopicPartitionStateZNode::encode(&elected),
+                expected_version: Some(stat.version),
+            };
+            match self.controller_write(vec![write]).await {
+                Ok(stats) => {
+                    let written = stats.first().copied().unwrap_or(Stat {
+                        version: stat.version + 1,
+                        creation_zxid: 0,
+                        ephemeral_owner: 0,
+                    });
                     if elected.leader == LeaderAndIsr::NO_LEADER {
                         log::warn!(
                             "partition {tp} is offline: no in-sync replica of {:?} is live",
@@ -784,8 +800,8 @@ impl Shared {
                     }
                     return Ok(Some((elected, written.version)));
                 }
-                Err(MetadataError::BadVersion { .. }) => continue,
-                Err(e) => return Err(e.into()),
+                Err(TopicError::Store(MetadataError::BadVersion { .. })) => continue,
+                Err(e) => return Err(e),
             }
         }
         Err(TopicError::Store(MetadataError::BadVersion {
@@ -884,7 +900,14 @@ impl Shared {
                         Ok(Ok(offsets)) => (handle, offsets),
                         Ok(Err(e)) => {
                             log::warn!("partition {tp}: assignment refused: {e}");
-                            codes.push((tp.partition, crate::api::error_code(&e)));
+                            // Kafka answers a stale leader epoch so.
+                            let code = match e {
+                                LogActorError::Replication(
+                                    ReplicationError::FencedLeaderEpoch { .. },
+                                ) => ResponseError::StaleControllerEpoch.code(),
+                                e => crate::api::error_code(&e),
+                            };
+                            codes.push((tp.partition, code));
                             continue;
                         }
                         Err(_) => {
@@ -1055,13 +1078,24 @@ impl Shared {
                 Some(found) => found,
                 None => {
                     let state = self.initial_state(replicas, &live);
-                    self.store
-                        .create_recursive(
-                            &state_path,
-                            TopicPartitionStateZNode::encode(&state),
-                            CreateMode::Persistent,
-                        )
-                        .await?;
+                    let partition_path = TopicPartitionZNode::path(&tp);
+                    let mut ops = Vec::new();
+                    if self.store.get(&partition_path).await?.is_none() {
+                        if self
+                            .store
+                            .get(&TopicPartitionsZNode::path(name))
+                            .await?
+                            .is_none()
+                        {
+                            ops.push(StoreOp::create(TopicPartitionsZNode::path(name), Vec::new()));
+                        }
+                        ops.push(StoreOp::create(partition_path, Vec::new()));
+                    }
+                    ops.push(StoreOp::create(
+                        state_path,
+                        TopicPartitionStateZNode::encode(&state),
+                    ));
+                    self.controller_write(ops).await?;
                     (state, 0)
                 }
             };
@@ -1201,9 +1235,11 @@ impl Shared {
             Vec::new(),
         ));
         ops.extend(self.partition_state_ops(&name, &assignment));
-        self.store.multi(ops).await.map_err(|e| match e {
-            MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
-            other => TopicError::Store(other),
+        self.controller_write(ops).await.map_err(|e| match e {
+            TopicError::Store(MetadataError::NodeExists(_)) => {
+                TopicError::AlreadyExists(name.clone())
+            }
+            other => other,
         })?;
         let topic = self
             .become_leader(&name, topic_id, &assignment, configs, log_config)
@@ -1439,7 +1475,7 @@ impl Shared {
             ));
         }
         ops.extend(self.partition_state_ops(&name, &added));
-        self.store.multi(ops).await?;
+        self.controller_write(ops).await?;
         self.take_up_partitions(name, &topic, &assignment).await
     }
 
@@ -2144,21 +2180,107 @@ impl Shared {
     /// Takes up the controller role with `epoch`: learns the live brokers,
     /// finishes interrupted deletions, takes up every topic (electing
     /// leaders for partitions whose leader is gone) and tells every other
-    /// broker the whole state.
-    async fn activate(&self, epoch: i32) -> Result<(), TopicError> {
+    /// broker the whole state. Any failure on the way resigns (Kafka's
+    /// `triggerControllerMove`): `/controller` is given up so that a
+    /// broker that can do the work is elected, rather than held by one
+    /// that is not an active controller.
+    async fn activate(&self, epoch: i32, epoch_zk_version: i32) -> Result<(), TopicError> {
         self.set_role(|r| {
             r.active = true;
             r.controller_epoch = epoch;
+            r.epoch_zk_version = epoch_zk_version;
         });
         self.cache.update(|m| m.controller_id = self.broker_id);
-        self.load_brokers().await?;
-        self.finish_pending_deletions().await?;
-        self.load_topics().await?;
+        let activated = async {
+            self.load_brokers().await?;
+            self.finish_pending_deletions().await?;
+            self.load_topics().await?;
+            Ok::<_, TopicError>(())
+        }
+        .await;
+        if let Err(e) = activated {
+            self.resign(&format!("taking up the controller role failed: {e}"))
+                .await;
+            return Err(e);
+        }
         let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
         for broker in self.remote_brokers() {
             self.send_topics_to(broker, &topics);
         }
         Ok(())
+    }
+
+    /// Stops being the controller and gives `/controller` up when this
+    /// session still holds it at this controller's epoch (one transaction
+    /// that checks `/controller_epoch`, so a successor's claim is never
+    /// deleted). The `/controller` watch of every broker then elects again.
+    async fn resign(&self, reason: &str) {
+        let role = self.role();
+        self.set_role(|r| r.active = false);
+        self.cache.update(|m| m.controller_id = -1);
+        log::warn!(
+            "broker {} resigns as controller (epoch {}): {reason}",
+            self.broker_id,
+            role.controller_epoch
+        );
+        let Ok(Some((_, stat))) = self.store.get(ControllerZNode::path()).await else {
+            return;
+        };
+        if stat.ephemeral_owner != self.store.session_id() || role.epoch_zk_version < 0 {
+            return;
+        }
+        let give_up = vec![
+            StoreOp::Check {
+                path: ControllerEpochZNode::path().to_owned(),
+                version: role.epoch_zk_version,
+            },
+            StoreOp::Delete {
+                path: ControllerZNode::path().to_owned(),
+                expected_version: None,
+            },
+        ];
+        if let Err(e) = self.store.multi(give_up).await {
+            log::warn!("giving up {}: {e}", ControllerZNode::path());
+        }
+    }
+
+    /// A controller write: `ops` in one transaction with a check that
+    /// `/controller_epoch` is still at the version this controller wrote
+    /// (Kafka's `wrapRequestWithControllerEpochCheck`). A failed check
+    /// means a successor exists: this controller resigns and the write is
+    /// not made. Returns each op's stat, as `multi` does.
+    async fn controller_write(&self, ops: Vec<StoreOp>) -> Result<Vec<Stat>, TopicError> {
+        let role = self.role();
+        if !role.active {
+            return Err(TopicError::NotController);
+        }
+        let mut fenced = Vec::with_capacity(ops.len() + 1);
+        fenced.push(StoreOp::Check {
+            path: ControllerEpochZNode::path().to_owned(),
+            version: role.epoch_zk_version,
+        });
+        fenced.extend(ops);
+        match self.store.multi(fenced).await {
+            Ok(mut stats) => {
+                if !stats.is_empty() {
+                    stats.remove(0);
+                }
+                Ok(stats)
+            }
+            Err(MetadataError::BadVersion { path, .. }) if path == ControllerEpochZNode::path() => {
+                self.set_role(|r| r.active = false);
+                log::warn!(
+                    "broker {}: /controller_epoch moved past epoch {}; another controller was \
+                     elected, this one stops",
+                    self.broker_id,
+                    role.controller_epoch
+                );
+                Err(TopicError::ControllerMoved {
+                    epoch: role.controller_epoch,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Reads `/brokers/ids` into the cache and keeps one channel per other
@@ -2640,8 +2762,11 @@ impl Shared {
     }
 
     /// A control request from a controller: fenced by epoch (Kafka's
-    /// STALE_CONTROLLER_EPOCH and KIP-380's STALE_BROKER_EPOCH).
-    fn fence(
+    /// STALE_CONTROLLER_EPOCH and KIP-380's STALE_BROKER_EPOCH). An active
+    /// controller steps down for a newer epoch only once
+    /// `/controller_epoch` confirms it: a forged or confused request must
+    /// not leave `/controller` held by a broker that no longer acts on it.
+    async fn fence(
         &self,
         controller_id: i32,
         controller_epoch: i32,
@@ -2671,6 +2796,18 @@ impl Shared {
                 );
                 return Err(E::StaleControllerEpoch.code());
             }
+            let stored = match self.store.get(ControllerEpochZNode::path()).await {
+                Ok(Some((bytes, _))) => ControllerEpochZNode::decode(&bytes).ok(),
+                _ => None,
+            };
+            if stored.is_none_or(|stored| stored < controller_epoch) {
+                log::warn!(
+                    "ignoring a control request from broker {controller_id} with controller epoch \
+                     {controller_epoch}: /controller_epoch says {stored:?}, and this broker is the \
+                     controller"
+                );
+                return Err(E::StaleControllerEpoch.code());
+            }
             // A newer controller was elected: this broker's claim went
             // with a session it has not yet seen expire (a pause longer
             // than the session timeout). Step down now; the session
@@ -2682,7 +2819,7 @@ impl Shared {
             );
             self.set_role(|r| r.active = false);
         }
-        self.set_role(|r| r.controller_epoch = controller_epoch);
+        self.set_role(|r| r.controller_epoch = r.controller_epoch.max(controller_epoch));
         self.cache.update(|m| m.controller_id = controller_id);
         Ok(())
     }
@@ -2692,11 +2829,14 @@ impl Shared {
         request: ApplyLeaderAndIsr,
     ) -> Result<LeaderAndIsrResponse, TopicError> {
         let request = request.0;
-        if let Err(code) = self.fence(
-            request.controller_id.0,
-            request.controller_epoch,
-            request.broker_epoch,
-        ) {
+        if let Err(code) = self
+            .fence(
+                request.controller_id.0,
+                request.controller_epoch,
+                request.broker_epoch,
+            )
+            .await
+        {
             return Ok(LeaderAndIsrResponse::default().with_error_code(code));
         }
         let addresses: BTreeMap<i32, String> = request
@@ -2764,11 +2904,14 @@ impl Shared {
         request: ApplyUpdateMetadata,
     ) -> Result<UpdateMetadataResponse, TopicError> {
         let request = request.0;
-        if let Err(code) = self.fence(
-            request.controller_id.0,
-            request.controller_epoch,
-            request.broker_epoch,
-        ) {
+        if let Err(code) = self
+            .fence(
+                request.controller_id.0,
+                request.controller_epoch,
+                request.broker_epoch,
+            )
+            .await
+        {
             return Ok(UpdateMetadataResponse::default().with_error_code(code));
         }
         let brokers: BTreeMap<i32, BrokerEndpoint> = request
@@ -2838,11 +2981,14 @@ impl Shared {
         request: ApplyStopReplica,
     ) -> Result<StopReplicaResponse, TopicError> {
         let request = request.0;
-        if let Err(code) = self.fence(
-            request.controller_id.0,
-            request.controller_epoch,
-            request.broker_epoch,
-        ) {
+        if let Err(code) = self
+            .fence(
+                request.controller_id.0,
+                request.controller_epoch,
+                request.broker_epoch,
+            )
+            .await
+        {
             return Ok(StopReplicaResponse::default().with_error_code(code));
         }
         let mut errors = Vec::new();
@@ -2874,12 +3020,12 @@ impl Shared {
             return Ok(false);
         }
         match registration.elect(self.store.as_ref()).await? {
-            Some(epoch) => {
+            Some((epoch, epoch_zk_version)) => {
                 log::info!(
                     "broker {} is the controller (epoch {epoch})",
                     self.broker_id
                 );
-                self.activate(epoch).await?;
+                self.activate(epoch, epoch_zk_version).await?;
                 Ok(true)
             }
             None => {

@@ -693,3 +693,123 @@ fn config_change_notifications_are_purged() {
         Some("1000109")
     );
 }
+
+/// Issue 20, hole 3: every controller write carries a check of
+/// `/controller_epoch`'s version. Once a successor has moved the epoch on
+/// (here the test bumps it in ZooKeeper, as a successor's election does
+/// while this controller is paused or cut off), the old controller's next
+/// write is refused as a whole: a topic creation answers NOT_CONTROLLER
+/// and leaves no znode behind, where an unfenced controller would have
+/// written the topic over its successor's head.
+#[test]
+fn a_controller_whose_epoch_moved_on_writes_nothing() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/fenced", zk.connect_string());
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    create_topic(&broker.bootstrap, "before", 1);
+    produce(&broker.bootstrap, "before", 10);
+
+    let epoch: i32 = text(&zk_root, "/fenced/controller_epoch")
+        .parse()
+        .expect("an epoch");
+    let (_, stat) = zk_root
+        .get("/fenced/controller_epoch")
+        .expect("epoch znode");
+    zk_root
+        .runtime
+        .block_on(zk_root.store.set(
+            "/fenced/controller_epoch",
+            (epoch + 1).to_string().into_bytes(),
+            Some(stat.version),
+        ))
+        .expect("bump the epoch");
+
+    // One raw request: a client library would retry NOT_CONTROLLER.
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let answer: CreateTopicsResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::CreateTopics,
+        5,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("after")))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        answer.topics[0].error_code,
+        kafka_protocol::error::ResponseError::NotController.code(),
+        "a fenced controller answers NOT_CONTROLLER"
+    );
+    assert!(
+        zk_root.get("/fenced/brokers/topics/after").is_none(),
+        "a fenced controller wrote a topic"
+    );
+}
+
+/// Issue 20, hole 4: an active controller steps down for a control request
+/// with a newer controller epoch only when `/controller_epoch` says so. A
+/// forged UpdateMetadata with epoch 1,000 is answered
+/// STALE_CONTROLLER_EPOCH, and the broker stays a working controller: a
+/// topic created afterwards gets its leader and takes records. Unfenced,
+/// the broker stepped down while holding `/controller`, and no broker was
+/// a working controller any more.
+#[test]
+fn a_forged_newer_controller_epoch_does_not_unseat_the_controller() {
+    use kafka_protocol::error::ResponseError;
+    use kafka_protocol::messages::{
+        ApiKey, BrokerId, UpdateMetadataRequest, UpdateMetadataResponse,
+    };
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/forged", zk.connect_string());
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    let forged: UpdateMetadataResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::UpdateMetadata,
+        7,
+        &UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(1_000)
+            .with_broker_epoch(-1),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        forged.error_code,
+        ResponseError::StaleControllerEpoch.code()
+    );
+    create_topic(&broker.bootstrap, "still-led", 1);
+    produce(&broker.bootstrap, "still-led", 20);
+    assert_eq!(consume_all(&broker.bootstrap, "still-led", 20).len(), 20);
+    assert_eq!(text(&zk_root, "/forged/controller_epoch"), "1");
+    let controller = json(&zk_root, "/forged/controller");
+    assert_eq!(controller["brokerid"], 0);
+}
+
+/// Issue 20, hole 4: the election is one transaction. The first controller
+/// of a cluster finds no `/controller_epoch`, creates it at 0 as Kafka
+/// does, and takes epoch 1 together with `/controller`; each later
+/// election moves both at once.
+#[test]
+fn the_controller_claim_and_its_epoch_are_written_together() {
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/elect", zk.connect_string());
+    let zk_root = root_store(&zk);
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    assert_eq!(text(&zk_root, "/elect/controller_epoch"), "1");
+    let (_, first) = zk_root.get("/elect/controller_epoch").expect("epoch");
+    assert_eq!(first.version, 1, "created at 0, then moved to 1");
+    let log_dir = broker.terminate();
+    let broker = BrokerProcess::restart_on(&log_dir, &[connect.as_str(), SESSION_MS]);
+    assert_eq!(text(&zk_root, "/elect/controller_epoch"), "2");
+    assert_eq!(json(&zk_root, "/elect/controller")["brokerid"], 0);
+    drop(broker);
+}
