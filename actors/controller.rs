@@ -34,7 +34,8 @@ use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
 use super::log::{
-    CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets, UpdateLogConfig,
+    AssignTopicId, CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets,
+    UpdateLogConfig,
 };
 use super::partition::{
     ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
@@ -168,7 +169,7 @@ struct Shared {
     /// ones are fenced off with STALE_CONTROLLER_EPOCH).
     role: Arc<std::sync::Mutex<Role>>,
     /// The active controller's channel to each other live broker.
-    channels: Arc<std::sync::Mutex<HashMap<i32, Addr<ControllerChannel>>>>,
+    channels: Arc<std::sync::Mutex<HashMap<i32, ChannelHandle>>>,
     /// The newest `/config/changes` notification applied here.
     config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
     /// The replica fetchers copying the partitions this broker follows.
@@ -363,6 +364,15 @@ const KEPT_CONFIG_CHANGES: usize = 100;
 /// Attempts at the election before deferring to whoever holds `/controller`.
 const ELECTION_ATTEMPTS: usize = 10;
 
+/// How long a topic deletion waits for the brokers holding replicas to
+/// answer StopReplica; one that does not keeps the deletion pending.
+const DELETION_CONFIRMATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How often the active controller tries pending deletions again (Kafka
+/// retries them when an ineligible replica's broker comes back; a broker
+/// that stayed registered but did not answer is retried on this timer).
+const PENDING_DELETION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// This broker's advertised endpoint.
 #[derive(Debug, Clone)]
 pub struct AdvertisedEndpoint {
@@ -492,6 +502,13 @@ impl Shared {
         self.cache.read(|m| m.brokers.keys().copied().collect())
     }
 
+    async fn resume_deletions(&self, _msg: ResumeDeletions) -> Result<(), TopicError> {
+        if !self.is_active() || !self.config.delete_topic_enable {
+            return Ok(());
+        }
+        self.finish_pending_deletions().await
+    }
+
     async fn finish_pending_deletions(&self) -> Result<(), TopicError> {
         for topic in self
             .store
@@ -506,9 +523,23 @@ impl Shared {
 
     async fn load_topics(&self) -> Result<(), TopicError> {
         for name in self.store.children(TopicsZNode::path()).await? {
+            // A deletion waiting for an offline replica: not served again.
+            if self.marked_for_deletion(&name).await? {
+                continue;
+            }
             self.load_topic(&name).await?;
         }
         Ok(())
+    }
+
+    /// Whether `/admin/delete_topics/<name>` marks the topic (a deletion in
+    /// progress, or waiting for a broker that holds one of its replicas).
+    async fn marked_for_deletion(&self, name: &str) -> Result<bool, TopicError> {
+        Ok(self
+            .store
+            .get(&DeleteTopicsTopicZNode::path(name))
+            .await?
+            .is_some())
     }
 
     /// Takes up a topic from its znodes: ids and missing partition states
@@ -565,6 +596,9 @@ impl Shared {
             }
             if let Err(e) = validate_topic_name(&name) {
                 log::warn!("ignoring /brokers/topics/{name}: {e}");
+                continue;
+            }
+            if self.marked_for_deletion(&name).await? {
                 continue;
             }
             log::info!("taking up topic {name}, created in the metadata store by another writer");
@@ -867,7 +901,8 @@ impl Shared {
                 let log = self.log.clone();
                 let config = topic.log_config.clone();
                 let tp = tp.clone();
-                async move { (tp.clone(), find_or_create_log(&log, tp, config).await) }
+                let topic_id = topic.topic_id;
+                async move { (tp.clone(), find_or_create_log(&log, tp, config, topic_id).await) }
             });
         use futures_util::StreamExt;
         let mut found: HashMap<TopicPartition, Result<LogOffsets, TopicError>> =
@@ -927,6 +962,15 @@ impl Shared {
                         starting.next().await;
                     }
                     (handle, offsets)
+                }
+                Some(Err(TopicError::Log(
+                    e @ LogActorError::Log(crate::storage::LogError::InconsistentTopicId { .. }),
+                ))) => {
+                    // Kafka refuses the partition and keeps the files for
+                    // the operator: they are another topic's records.
+                    log::error!("partition {tp} is not taken up here: {e}");
+                    codes.push((tp.partition, ResponseError::InconsistentTopicId.code()));
+                    continue;
                 }
                 Some(Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
                     // A log that cannot be read: this partition stays
@@ -1341,24 +1385,49 @@ impl Shared {
         self.delete_topic_data(&name).await
     }
 
+    /// Deletes a topic as Kafka's TopicDeletionManager does: this broker's
+    /// replicas at once, the other live brokers' through StopReplica with
+    /// deletion, and the topic's znodes (the deletion mark last) only once
+    /// no replica is left on an offline broker. Until then the topic stays
+    /// marked, is served nowhere, and cannot be created again; the broker's
+    /// return (`brokers_changed`) resumes the deletion.
     async fn delete_topic_data(&self, name: &str) -> Result<(), TopicError> {
         let removed = self.cache.update(|m| m.topics.remove(name));
-        let indexes: Vec<i32> = match &removed {
-            Some(topic) => topic.partitions.keys().copied().collect(),
-            None => match self.store.get(&TopicZNode::path(name)).await? {
-                Some((bytes, _)) => TopicZNode::decode(name, &bytes)?
-                    .partitions
-                    .keys()
-                    .copied()
-                    .collect(),
-                None => Vec::new(),
-            },
+        let topic = match removed {
+            Some(topic) => Some(topic),
+            None => self.topic_from_store(name).await?,
         };
-        let partition_count = indexes.len() as i32;
-        for index in indexes {
+        let partitions: BTreeMap<i32, Vec<i32>> = topic
+            .as_ref()
+            .map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|(&index, p)| (index, p.replicas.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let partition_count = partitions.len() as i32;
+        for &index in partitions.keys() {
             let tp = TopicPartition::new(name, index);
             self.stop_leading(&tp);
             self.delete_log(&tp).await?;
+        }
+        let deleted_on = match &topic {
+            Some(topic) => self.propagate_deletion(topic).await,
+            None => std::collections::BTreeSet::new(),
+        };
+        let waiting: std::collections::BTreeSet<i32> = partitions
+            .values()
+            .flatten()
+            .copied()
+            .filter(|b| *b != self.broker_id && !deleted_on.contains(b))
+            .collect();
+        if !waiting.is_empty() {
+            log::warn!(
+                "topic {name}: the deletion waits for broker(s) {waiting:?}, which hold replicas \
+                 of it and have not deleted them (offline, or not answering)"
+            );
+            return Ok(());
         }
         for path in [
             TopicZNode::path(name),
@@ -1370,15 +1439,40 @@ impl Shared {
                 Err(e) => return Err(e.into()),
             }
         }
-        if let Some(topic) = &removed {
-            self.propagate_deletion(topic);
-        }
         log::info!("deleted topic {name}");
         self.partitions.events.publish(BrokerEvent::TopicDeleted {
             topic: name.to_string(),
             partitions: partition_count,
         });
         Ok(())
+    }
+
+    /// A topic as its znodes describe it (the assignment, and each
+    /// partition's state where there is one), for a deletion resumed after
+    /// the topic left the cache.
+    async fn topic_from_store(&self, name: &str) -> Result<Option<TopicMetadata>, TopicError> {
+        let Some((bytes, _)) = self.store.get(&TopicZNode::path(name)).await? else {
+            return Ok(None);
+        };
+        let assignment = TopicZNode::decode(name, &bytes)?;
+        let mut partitions = BTreeMap::new();
+        for (&index, replicas) in &assignment.partitions {
+            let tp = TopicPartition::new(name, index);
+            let (state, version) = match self.store.get(&TopicPartitionStateZNode::path(&tp)).await?
+            {
+                Some((bytes, stat)) => (TopicPartitionStateZNode::decode(&tp, &bytes)?, stat.version),
+                None => (self.initial_state(replicas, &[]), 0),
+            };
+            partitions.insert(index, partition_metadata(&state, replicas, version));
+        }
+        Ok(Some(TopicMetadata {
+            name: name.to_string(),
+            topic_id: assignment.topic_id.unwrap_or([0; 16]),
+            is_internal: is_internal_topic(name),
+            partitions,
+            configs: BTreeMap::new(),
+            log_config: self.base_log_config(),
+        }))
     }
 
     async fn create_partitions(&self, request: CreatePartitions) -> Result<(), TopicError> {
@@ -1609,9 +1703,29 @@ fn partition_metadata(
     }
 }
 
-/// The log of `tp` here: found, or created empty. A log that exists but
-/// cannot be read is reported offline.
+/// The log of `tp` here, tied to `topic_id` (`partition.metadata`): found,
+/// or created empty. A log that exists but cannot be read is reported
+/// offline; one that belongs to another topic of the same name is
+/// INCONSISTENT_TOPIC_ID and left untouched.
 async fn find_or_create_log(
+    log: &LogAdmin,
+    tp: TopicPartition,
+    config: LogConfig,
+    topic_id: [u8; 16],
+) -> Result<LogOffsets, TopicError> {
+    let offsets = find_or_create_untied_log(log, tp.clone(), config).await?;
+    // The zero id: a topic from before topic ids (Kafka's ZERO_UUID).
+    if topic_id == [0; 16] {
+        return Ok(offsets);
+    }
+    match log.topic_id.send(AssignTopicId { tp, topic_id }).await {
+        Ok(Ok(())) => Ok(offsets),
+        Ok(Err(e)) => Err(TopicError::Log(e)),
+        Err(_) => Err(TopicError::Stopped),
+    }
+}
+
+async fn find_or_create_untied_log(
     log: &LogAdmin,
     tp: TopicPartition,
     config: LogConfig,
@@ -1728,6 +1842,17 @@ impl Controller {
         });
         self.follow_assignments(ctx);
         self.rebalance_leaders_periodically(ctx);
+        ctx.run_interval(PENDING_DELETION_RETRY, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let me = ctx.address();
+            actix::spawn(async move {
+                if let Ok(Err(e)) = me.send(ResumeDeletions {}).await {
+                    log::warn!("resuming topic deletions failed: {e}");
+                }
+            });
+        });
     }
 
     /// Kafka's auto leader rebalance task: every
@@ -2002,6 +2127,12 @@ macro_rules! controller_request {
 }
 
 controller_request!(
+    /// Go on with the topic deletions that wait for a replica.
+    ResumeDeletions {} -> (),
+    resume_deletions
+);
+
+controller_request!(
     /// Create a topic. `num_partitions`/`replication_factor` of -1 take the
     /// broker defaults; explicit `assignments` replace both.
     CreateTopic {
@@ -2122,7 +2253,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::controller_channel::{ControlRequest, ControllerChannel, Deliver};
+use super::controller_channel::{ChannelHandle, ControlRequest, ControllerChannel, Deliver};
 use crate::metadata::znodes::{
     BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
     IsrChangeNotificationZNode,
@@ -2357,7 +2488,7 @@ impl Shared {
                 continue;
             }
             let address = format!("{}:{}", endpoint.host, endpoint.port);
-            let channel = ControllerChannel::new(*id, address, self.broker_id).start();
+            let channel = ControllerChannel::start(*id, address, self.broker_id);
             channels.insert(*id, channel);
             self.set_broker_epoch(*id, *epoch);
         }
@@ -2383,8 +2514,8 @@ impl Shared {
 
     fn channel(&self, broker: i32) -> Option<Addr<ControllerChannel>> {
         match self.channels.lock() {
-            Ok(channels) => channels.get(&broker).cloned(),
-            Err(poisoned) => poisoned.into_inner().get(&broker).cloned(),
+            Ok(channels) => channels.get(&broker).map(|c| c.addr.clone()),
+            Err(poisoned) => poisoned.into_inner().get(&broker).map(|c| c.addr.clone()),
         }
     }
 
@@ -2575,17 +2706,21 @@ impl Shared {
     }
 
     /// Tells the other brokers a topic is gone: StopReplica (deleting the
-    /// logs) to its replicas, then UpdateMetadata marking its partitions.
-    fn propagate_deletion(&self, topic: &TopicMetadata) {
+    /// logs) to the live brokers holding its replicas, then UpdateMetadata
+    /// marking its partitions. Answers the brokers whose replicas are
+    /// deleted (they answered StopReplica without an error), as Kafka's
+    /// TopicDeletionManager waits for them; a broker that does not answer
+    /// in time stays pending.
+    async fn propagate_deletion(&self, topic: &TopicMetadata) -> std::collections::BTreeSet<i32> {
+        let mut confirmations = Vec::new();
         if !self.is_active() {
-            return;
+            return std::collections::BTreeSet::new();
         }
         let mut deleted = topic.clone();
         for p in deleted.partitions.values_mut() {
             p.leader = LEADER_DURING_DELETE;
         }
         for broker in self.remote_brokers() {
-            let mut requests = Vec::new();
             let held: Vec<StopReplicaPartitionState> = topic
                 .partitions
                 .iter()
@@ -2597,19 +2732,51 @@ impl Shared {
                         .with_delete_partition(true)
                 })
                 .collect();
-            if !held.is_empty() {
-                requests.push(ControlRequest::StopReplica(self.stop_replica_request(
+            if let (false, Some(channel)) = (held.is_empty(), self.channel(broker)) {
+                let request = ControlRequest::StopReplica(self.stop_replica_request(
                     broker,
                     vec![StopReplicaTopicState::default()
                         .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
                         .with_partition_states(held)],
-                )));
+                ));
+                confirmations.push(async move { (broker, channel.send(Deliver(request)).await) });
             }
-            requests.push(ControlRequest::UpdateMetadata(
-                self.update_metadata_request(broker, std::slice::from_ref(&deleted)),
-            ));
-            self.deliver(broker, requests);
+            self.deliver(
+                broker,
+                vec![ControlRequest::UpdateMetadata(
+                    self.update_metadata_request(broker, std::slice::from_ref(&deleted)),
+                )],
+            );
         }
+        let answers = tokio::time::timeout(
+            DELETION_CONFIRMATION_TIMEOUT,
+            futures_util::future::join_all(confirmations),
+        )
+        .await
+        .unwrap_or_default();
+        answers
+            .into_iter()
+            .filter_map(|(broker, answer)| match answer {
+                Ok(Ok(answer)) if answer.error_code == 0 && answer.partition_errors == 0 => {
+                    Some(broker)
+                }
+                Ok(Ok(answer)) => {
+                    log::warn!(
+                        "broker {broker} did not delete topic {}'s replicas (error {}, {} \
+                         partition error(s))",
+                        topic.name,
+                        answer.error_code,
+                        answer.partition_errors
+                    );
+                    None
+                }
+                Ok(Err(e)) => {
+                    log::warn!("deleting topic {}'s replicas: {e}", topic.name);
+                    None
+                }
+                Err(_) => None,
+            })
+            .collect()
     }
 
     /// [`Shared::reelect`] for every partition whose leader or an ISR
@@ -2699,6 +2866,11 @@ impl Shared {
             } else {
                 self.send_topics_to(broker, &changed);
             }
+        }
+        if !joined.is_empty() {
+            // Kafka's TopicDeletionManager on broker start-up: deletions
+            // that waited for a replica on a returning broker go on.
+            self.finish_pending_deletions().await?;
         }
         Ok(())
     }

@@ -1,13 +1,17 @@
 //! The controller's channel to one other broker (Kafka's
 //! `ControllerChannelManager` request-send thread): it owns one connection,
 //! and delivers LeaderAndIsr, UpdateMetadata and StopReplica requests in the
-//! order they were sent, each retried until the broker answers or the
-//! channel's retry budget runs out. The active controller keeps one per
-//! live broker and stops it when the broker leaves.
+//! order they were sent, each retried until the broker answers or leaves
+//! the cluster, as Kafka's RequestSendThread does (a request dropped while
+//! the broker is still registered would leave it with a stale view). The
+//! active controller keeps one per live broker in a [`ChannelHandle`];
+//! dropping the handle (the broker left) ends the retries.
 //!
 //! It never decides anything: what to send is the controller's business,
 //! and a refusal in the answer (a stale epoch) is reported back, not acted on.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -23,11 +27,11 @@ pub const LEADER_AND_ISR_VERSION: i16 = 5;
 pub const UPDATE_METADATA_VERSION: i16 = 7;
 pub const STOP_REPLICA_VERSION: i16 = 3;
 
-/// Attempts per request before the channel gives up on it.
-const DELIVERY_ATTEMPTS: u32 = 30;
 /// Largest control response accepted (a full UpdateMetadata can be large).
 const MAX_RESPONSE_BYTES: usize = 100 * 1024 * 1024;
+/// The first retry's wait; each next one doubles, up to `BACKOFF_MAX`.
 const BACKOFF: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One control request, typed.
@@ -38,10 +42,12 @@ pub enum ControlRequest {
     StopReplica(StopReplicaRequest),
 }
 
-/// The answer's top-level error code (0: accepted).
+/// The answer's top-level error code (0: accepted), and how many of its
+/// partitions answered an error of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ControlAnswer {
     pub error_code: i16,
+    pub partition_errors: usize,
 }
 
 /// Why a request could not be delivered.
@@ -64,11 +70,29 @@ pub struct ControllerChannel {
     broker_id: i32,
     /// Taken by the request in flight and given back with its answer.
     client: Option<BrokerClient>,
+    /// False once the controller dropped the channel's handle.
+    open: Arc<AtomicBool>,
+}
+
+/// The controller's hold on a channel: the address to send to, and the
+/// channel's life. Dropped when the broker leaves; the request being
+/// retried then ends, and the queued ones are refused.
+pub struct ChannelHandle {
+    pub addr: Addr<ControllerChannel>,
+    open: Arc<AtomicBool>,
+}
+
+impl Drop for ChannelHandle {
+    fn drop(&mut self) {
+        self.open.store(false, Ordering::SeqCst);
+    }
 }
 
 impl ControllerChannel {
-    pub fn new(broker_id: i32, address: String, controller_id: i32) -> ControllerChannel {
-        ControllerChannel {
+    /// Starts the channel to `broker_id` at `address`.
+    pub fn start(broker_id: i32, address: String, controller_id: i32) -> ChannelHandle {
+        let open = Arc::new(AtomicBool::new(true));
+        let channel = ControllerChannel {
             broker_id,
             client: Some(BrokerClient::new(
                 address,
@@ -76,6 +100,11 @@ impl ControllerChannel {
                 IO_TIMEOUT,
                 MAX_RESPONSE_BYTES,
             )),
+            open: open.clone(),
+        };
+        ChannelHandle {
+            addr: channel.start(),
+            open,
         }
     }
 }
@@ -92,6 +121,7 @@ impl Handler<Deliver> for ControllerChannel {
         // moves into the future and comes back with the answer.
         let broker_id = self.broker_id;
         let client = self.client.take();
+        let open = self.open.clone();
         AtomicResponse::new(Box::pin(
             async move {
                 let Some(mut client) = client else {
@@ -102,7 +132,7 @@ impl Handler<Deliver> for ControllerChannel {
                     };
                     return (None, Err(error));
                 };
-                let result = deliver(&mut client, broker_id, msg.0).await;
+                let result = deliver(&mut client, broker_id, msg.0, &open).await;
                 (Some(client), result)
             }
             .into_actor(self)
@@ -120,17 +150,37 @@ async fn deliver(
     client: &mut BrokerClient,
     broker_id: i32,
     request: ControlRequest,
+    open: &AtomicBool,
 ) -> Result<ControlAnswer, ChannelError> {
     let mut last_error = String::new();
-    for attempt in 0..DELIVERY_ATTEMPTS {
+    let mut backoff = BACKOFF;
+    let mut attempt: u64 = 0;
+    // Bounded by the broker's membership: the controller drops the handle
+    // when the broker leaves.
+    while open.load(Ordering::SeqCst) {
         if attempt > 0 {
-            tokio::time::sleep(BACKOFF).await;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        attempt += 1;
+        if attempt.is_multiple_of(30) {
+            log::warn!(
+                "controller channel to broker {broker_id}: {attempt} attempts so far: {last_error}"
+            );
         }
         let answer = match &request {
             ControlRequest::LeaderAndIsr(r) => client
                 .call::<_, LeaderAndIsrResponse>(ApiKey::LeaderAndIsr, LEADER_AND_ISR_VERSION, r)
                 .await
-                .map(|r| r.error_code),
+                .map(|r| {
+                    let failed = r
+                        .topics
+                        .iter()
+                        .flat_map(|t| t.partition_errors.iter())
+                        .filter(|p| p.error_code != 0)
+                        .count();
+                    (r.error_code, failed)
+                }),
             ControlRequest::UpdateMetadata(r) => client
                 .call::<_, UpdateMetadataResponse>(
                     ApiKey::UpdateMetadata,
@@ -138,14 +188,26 @@ async fn deliver(
                     r,
                 )
                 .await
-                .map(|r| r.error_code),
+                .map(|r| (r.error_code, 0)),
             ControlRequest::StopReplica(r) => client
                 .call::<_, StopReplicaResponse>(ApiKey::StopReplica, STOP_REPLICA_VERSION, r)
                 .await
-                .map(|r| r.error_code),
+                .map(|r| {
+                    let failed = r
+                        .partition_errors
+                        .iter()
+                        .filter(|p| p.error_code != 0)
+                        .count();
+                    (r.error_code, failed)
+                }),
         };
         match answer {
-            Ok(error_code) => return Ok(ControlAnswer { error_code }),
+            Ok((error_code, partition_errors)) => {
+                return Ok(ControlAnswer {
+                    error_code,
+                    partition_errors,
+                })
+            }
             // The broker answered nonsense: sending it again will not help.
             Err(e @ ClientError::Decode { .. }) => {
                 return Err(ChannelError::Undeliverable {
@@ -160,6 +222,6 @@ async fn deliver(
     Err(ChannelError::Undeliverable {
         broker_id,
         address: client.address().to_owned(),
-        reason: format!("not delivered after {DELIVERY_ATTEMPTS} attempts: {last_error}"),
+        reason: format!("the broker left after {attempt} attempts: {last_error}"),
     })
 }

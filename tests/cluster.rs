@@ -536,3 +536,146 @@ fn elect_leaders_preferred_and_unclean() {
     );
     produce(&cluster.bootstrap(controller), "electable", 0..30);
 }
+
+/// `wait_until_true` for checks that open connections: every 250 ms.
+fn wait_slowly(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Whether `path` exists under the cluster's chroot in ZooKeeper.
+fn znode_exists(cluster: &Cluster, path: &str) -> bool {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let store = ferrolog::metadata::ZooKeeperStore::connect(
+            &format!("{}/cluster", cluster.zk.connect_string()),
+            Duration::from_secs(10),
+            Duration::from_secs(20),
+        )
+        .await
+        .expect("connect to ZooKeeper");
+        use ferrolog::metadata::MetadataStore;
+        let found = store.get(path).await.expect("get").is_some();
+        let _ = store.close().await;
+        found
+    })
+}
+
+fn partition_metadata_of(cluster: &Cluster, broker: i32, dir: &str) -> Option<String> {
+    std::fs::read_to_string(
+        cluster.dirs[broker as usize]
+            .path()
+            .join(dir)
+            .join("partition.metadata"),
+    )
+    .ok()
+}
+
+/// Issue 20, hole 6: a topic deleted while a broker holding replicas of it
+/// is down stays marked (`/admin/delete_topics/<t>` and its znodes kept,
+/// Kafka's TopicDeletionManager: those replicas are "ineligible"), is
+/// served nowhere and cannot be created again; when the broker returns,
+/// the deletion resumes, deletes its replicas, and completes. Each
+/// partition directory names its topic id in Kafka's `partition.metadata`;
+/// the re-created topic has a new one, and its records are the only ones
+/// any replica serves. A log whose `partition.metadata` names another
+/// topic id is refused (INCONSISTENT_TOPIC_ID) and left untouched, while
+/// the broker's other replicas serve on.
+#[test]
+fn a_deletion_waits_for_offline_replicas_and_topic_ids_guard_the_logs() {
+    let mut cluster = Cluster::start(3);
+    let boot = cluster.bootstrap(0);
+    create_replicated_topic(&boot, "again", 2, 3);
+    produce(&boot, "again", 0..50);
+    wait_slowly("broker 2 has both replicas in sync", || {
+        cluster
+            .isrs(0, "again")
+            .values()
+            .all(|isr| isr == &[0, 1, 2])
+    });
+    let old_id = partition_metadata_of(&cluster, 2, "again-0").expect("partition.metadata");
+    assert!(old_id.starts_with("version: 0\ntopic_id: "), "{old_id:?}");
+    assert_eq!(
+        partition_metadata_of(&cluster, 0, "again-0"),
+        Some(old_id.clone())
+    );
+
+    // Broker 2 dies; the topic is deleted meanwhile.
+    cluster.brokers.remove(&2).expect("broker 2").kill();
+    let deleted =
+        block_on(admin(&boot).delete_topics(&["again"], &admin_options(Duration::from_secs(30))))
+            .expect("DeleteTopics answered");
+    assert!(deleted[0].is_ok(), "{deleted:?}");
+    wait_slowly("brokers 0 and 1 delete their replicas", || {
+        (0..2).all(|b| !cluster.dirs[b].path().join("again-0").exists())
+    });
+    assert!(znode_exists(&cluster, "/admin/delete_topics/again"));
+    assert!(znode_exists(&cluster, "/brokers/topics/again"));
+    assert!(cluster.dirs[2].path().join("again-0").exists());
+    let recreated = block_on(admin(&boot).create_topics(
+        &[rdkafka::admin::NewTopic::new(
+            "again",
+            2,
+            rdkafka::admin::TopicReplication::Fixed(3),
+        )],
+        &admin_options(Duration::from_secs(30)),
+    ))
+    .expect("CreateTopics answered");
+    assert!(
+        matches!(
+            recreated[0],
+            Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))
+        ),
+        "a topic whose deletion waits cannot be created again: {recreated:?}"
+    );
+
+    // Broker 2 returns: the deletion resumes there and completes.
+    cluster.start_broker(2);
+    wait_slowly("the deletion completes", || {
+        !cluster.dirs[2].path().join("again-0").exists()
+            && !znode_exists(&cluster, "/admin/delete_topics/again")
+            && !znode_exists(&cluster, "/brokers/topics/again")
+    });
+
+    create_replicated_topic(&boot, "again", 2, 3);
+    produce(&boot, "again", 100..130);
+    wait_slowly("the new topic's replicas are in sync", || {
+        cluster
+            .isrs(0, "again")
+            .values()
+            .all(|isr| isr == &[0, 1, 2])
+    });
+    let new_id = partition_metadata_of(&cluster, 2, "again-0").expect("partition.metadata");
+    assert_ne!(new_id, old_id, "the re-created topic has a new id");
+    let seen = consume(&boot, "again", 30);
+    let expected: Vec<String> = (100..130).map(|i| format!("record-{i}")).collect();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    assert_eq!(seen, expected_sorted, "only the new topic's records");
+
+    // A log of another topic id on broker 2: refused and left as it is.
+    let log_dir = cluster.brokers.remove(&2).expect("broker 2").terminate();
+    let foreign = "version: 0\ntopic_id: BwcHBwcHBwcHBwcHBwcHBw\n";
+    std::fs::write(log_dir.join("again-0").join("partition.metadata"), foreign).expect("write");
+    cluster.start_broker(2);
+    cluster
+        .brokers
+        .get_mut(&2)
+        .expect("broker 2")
+        .wait_for_line("is not taken up here", Duration::from_secs(30));
+    wait_slowly("partition 1 is whole again", || {
+        cluster.isrs(0, "again").get(&1) == Some(&vec![0, 1, 2])
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(cluster.isrs(0, "again").get(&0), Some(&vec![0, 1]));
+    assert_eq!(
+        std::fs::read_to_string(log_dir.join("again-0").join("partition.metadata")).ok(),
+        Some(foreign.to_string())
+    );
+}

@@ -28,7 +28,7 @@ use crate::topic_partition::TopicPartition;
 pub mod shard;
 
 pub use shard::{
-    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, CheckpointEntry,
+    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId, CheckpointEntry,
     DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
     Read, Roll, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
     UpdateLogConfig,
@@ -584,6 +584,7 @@ forwarded!(
     TruncateFully,
     AppendAsFollower,
     AssignLeaderEpoch,
+    AssignTopicId,
     EndOffsetForEpoch,
     SetHighWatermark,
     DeleteRecordsBefore,
@@ -616,6 +617,7 @@ pub struct LogAdmin {
     pub delete: Recipient<DeleteLog>,
     pub offsets: Recipient<GetLogOffsets>,
     pub update_config: Recipient<UpdateLogConfig>,
+    pub topic_id: Recipient<AssignTopicId>,
 }
 
 impl LogAdmin {
@@ -625,6 +627,7 @@ impl LogAdmin {
             delete: log.clone().recipient(),
             offsets: log.clone().recipient(),
             update_config: log.clone().recipient(),
+            topic_id: log.clone().recipient(),
         }
     }
 }

@@ -556,6 +556,13 @@ partition_request!(
 );
 
 partition_request!(
+    /// Ties the log to its topic's id (`partition.metadata`, KIP-516);
+    /// INCONSISTENT_TOPIC_ID when it belongs to another topic of the name.
+    AssignTopicId { topic_id: [u8; 16] } -> (),
+    |log, now, msg| log.assign_topic_id(&msg.topic_id)
+);
+
+partition_request!(
     /// OffsetForLeaderEpoch: `(epoch, end offset)` for `epoch`.
     EndOffsetForEpoch { epoch: i32 } -> (i32, i64),
     |log, now, msg| Ok(log.end_offset_for_epoch(msg.epoch))

@@ -303,6 +303,7 @@ fn log_error_code(error: &LogError) -> i16 {
             ProducerStateError::OutOfOrderSequence { .. }
             | ProducerStateError::InvalidSequenceForNewEpoch { .. },
         ) => ResponseError::OutOfOrderSequenceNumber.code(),
+        LogError::InconsistentTopicId { .. } => ResponseError::InconsistentTopicId.code(),
         LogError::Io { .. }
         | LogError::Corrupt { .. }
         | LogError::Checkpoint { .. }

@@ -29,6 +29,14 @@ pub enum LogError {
     Producer(#[from] super::producer_state::ProducerStateError),
     #[error("log dir {path} is in use by another process (its .lock is held)")]
     DirInUse { path: PathBuf },
+    /// The log belongs to another topic of the same name (one deleted and
+    /// created again): Kafka's INCONSISTENT_TOPIC_ID.
+    #[error("the log in {path} belongs to topic id {found}, not {expected}")]
+    InconsistentTopicId {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
     #[error("checkpoint {path} is malformed at line {line}: {reason}")]
     Checkpoint {
         path: PathBuf,

@@ -20,6 +20,7 @@ use super::cleaner::{
 use super::config::LogConfig;
 use super::error::LogError;
 use super::leader_epoch::LeaderEpochCache;
+use super::partition_metadata;
 use super::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
 use super::segment::{segment_file, FileRegion, Segment, SegmentRecovery, SEGMENT_EXTENSIONS};
 use crate::topic_partition::TopicPartition;
@@ -190,6 +191,12 @@ impl PartitionLog {
         leader_epochs.clear()?;
         let mut producers = ProducerStateManager::new(&dir);
         producers.clear()?;
+        let stale_topic_id = dir.join(partition_metadata::PARTITION_METADATA_FILE);
+        match fs::remove_file(&stale_topic_id) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io(&stale_topic_id, e)),
+        }
         Ok(PartitionLog {
             tp,
             dir,
@@ -1084,6 +1091,22 @@ impl PartitionLog {
     }
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// KIP-516: ties the log to `topic_id`, writing `partition.metadata` if
+    /// the log has none yet. A log that names another id belongs to an
+    /// earlier topic of the same name: INCONSISTENT_TOPIC_ID, and the file
+    /// is left as it is.
+    pub fn assign_topic_id(&mut self, topic_id: &[u8; 16]) -> Result<(), LogError> {
+        match partition_metadata::read(&self.dir)? {
+            Some(found) if found == *topic_id => Ok(()),
+            Some(found) => Err(LogError::InconsistentTopicId {
+                path: self.dir.clone(),
+                expected: partition_metadata::topic_id_text(topic_id),
+                found: partition_metadata::topic_id_text(&found),
+            }),
+            None => partition_metadata::write(&self.dir, topic_id),
+        }
     }
     pub fn config(&self) -> &LogConfig {
         &self.config

@@ -14,6 +14,7 @@ pub mod index;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_dir;
+pub mod partition_metadata;
 pub mod producer_state;
 pub mod segment;
 #[cfg(any(test, feature = "internals"))]
