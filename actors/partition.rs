@@ -84,7 +84,11 @@ async fn write_leader_and_isr(
 ) -> IsrWrite {
     let path = TopicPartitionStateZNode::path(tp);
     let refusal = match store
-        .set(&path, TopicPartitionStateZNode::encode(state), Some(version))
+        .set(
+            &path,
+            TopicPartitionStateZNode::encode(state),
+            Some(version),
+        )
         .await
     {
         Ok(stat) => return IsrWrite::Written(stat.version),
@@ -277,6 +281,12 @@ pub struct PartitionActor {
     flush_in_flight: bool,
     /// A follower served a consumer (logged once).
     served_consumers: bool,
+    /// Counts the times this replica became leader from follower. An
+    /// append sent to the shard in one term is answered in it only: a
+    /// follower in between may have truncated it away. A new leader epoch
+    /// of the same leader (the controller shrinking the ISR) is the same
+    /// term, and the append goes on, as in Kafka.
+    leadership_term: u64,
 }
 
 impl PartitionActor {
@@ -319,6 +329,7 @@ impl PartitionActor {
             flush_waiters: VecDeque::new(),
             flush_in_flight: false,
             served_consumers: false,
+            leadership_term: 0,
         };
         PartitionHandle {
             addr: supervise(arbiter, spec, link.clone(), move |_| actor),
@@ -382,7 +393,11 @@ impl PartitionActor {
             return;
         };
         let candidate = leader
-            .high_watermark(self.state.log_end_offset)
+            .high_watermark(
+                self.state.log_end_offset,
+                self.replica.clock.now_ms(),
+                self.replica.replica_lag_time_max_ms,
+            )
             .min(self.state.log_end_offset);
         let isr_size = leader.isr.len();
         let before = self.state.high_watermark;
@@ -595,6 +610,9 @@ impl PartitionActor {
             }
         }
         let was_leader = matches!(self.role, Role::Leader(_));
+        if !was_leader && assignment.leader == self.replica.broker_id {
+            self.leadership_term += 1;
+        }
         self.assignment = assignment.clone();
         self.isr_fenced = false;
         if assignment.leader != self.replica.broker_id {
@@ -618,19 +636,29 @@ impl PartitionActor {
         );
         self.role = Role::Leader(leader);
         let shard = self.shard.clone();
+        let epoch = assignment.leader_epoch;
         let assign = log_actor::AssignLeaderEpoch {
             tp: self.tp.clone(),
-            epoch: assignment.leader_epoch,
+            epoch,
         };
         // Nothing is appended before the epoch is on disk.
         ctx.wait(
             async move { shard.send(assign).await }
                 .into_actor(self)
-                .map(|result, actor, _ctx| {
+                .map(move |result, actor, _ctx| {
                     actor.observe(&result);
                     match result {
                         Ok(offsets) => {
                             actor.set_log_end_offset(offsets.log_end_offset);
+                            // The shard recorded the epoch at its log end,
+                            // after every append sent before: that is where
+                            // the epoch starts, not the log end this actor
+                            // had heard of when it took the assignment.
+                            if let Role::Leader(leader) = &mut actor.role {
+                                if leader.leader_epoch == epoch {
+                                    leader.epoch_start_offset = offsets.log_end_offset;
+                                }
+                            }
                             actor.maybe_advance_high_watermark();
                         }
                         Err(e) => log::error!(
@@ -895,7 +923,7 @@ impl Handler<AppendRecords> for PartitionActor {
         self.ensure_log_online(ctx);
         let bytes = msg.records.len() as u64;
         let acks = msg.acks;
-        let epoch_at_append = self.leader_epoch();
+        let term_at_append = self.leadership_term;
         let append = self.dispatch(
             log_actor::AppendDeferringFlush {
                 tp: self.tp.clone(),
@@ -913,7 +941,7 @@ impl Handler<AppendRecords> for PartitionActor {
                     // the purgatory was already failed, and no follower will
                     // ever confirm this append.
                     if !matches!(actor.role, Role::Leader(_))
-                        || actor.leader_epoch() != epoch_at_append
+                        || actor.leadership_term != term_at_append
                     {
                         actor.set_log_end_offset(
                             info.log_end_offset.max(actor.state.log_end_offset),
@@ -1166,13 +1194,14 @@ impl Handler<ReplicaFetch> for PartitionActor {
         let (replica_id, offset) = (msg.replica_id, msg.offset);
         // The follower's position counts only once the read succeeded, as
         // in Kafka (a log start moved by retention fails the read).
-        Box::pin(self.read(msg.offset, msg.max_bytes, false).map(
-            move |result, actor, ctx| {
-                let read = result?;
-                actor.record_replica_fetch(replica_id, offset, ctx);
-                Ok(read)
-            },
-        ))
+        Box::pin(
+            self.read(msg.offset, msg.max_bytes, false)
+                .map(move |result, actor, ctx| {
+                    let read = result?;
+                    actor.record_replica_fetch(replica_id, offset, ctx);
+                    Ok(read)
+                }),
+        )
     }
 }
 

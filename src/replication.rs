@@ -158,9 +158,20 @@ impl LeaderState {
 
     /// Kafka's high watermark: the smallest log end offset over the
     /// (maximal) ISR, the leader's own included. A follower not heard
-    /// from yet holds it at its last known position, never above.
-    pub fn high_watermark(&self, leader_log_end_offset: i64) -> i64 {
-        self.maximal_isr()
+    /// from yet holds it at its last known position, never above. A
+    /// follower outside the ISR that is caught up (at the leader's log end,
+    /// or caught up within `lag_time_max_ms`) holds it too, as Kafka 3.x's
+    /// `maybeIncrementLeaderHW` does: otherwise, under steady writes to an
+    /// ISR of one, the high watermark runs with the log end and the
+    /// follower never reaches it to join.
+    pub fn high_watermark(
+        &self,
+        leader_log_end_offset: i64,
+        now_ms: i64,
+        lag_time_max_ms: i64,
+    ) -> i64 {
+        let maximal = self.maximal_isr();
+        let in_sync = maximal
             .iter()
             .map(|id| {
                 if *id == self.broker_id {
@@ -172,7 +183,17 @@ impl LeaderState {
                 }
             })
             .min()
-            .unwrap_or(leader_log_end_offset)
+            .unwrap_or(leader_log_end_offset);
+        self.followers
+            .iter()
+            .filter(|(id, _)| !maximal.contains(id))
+            .filter(|(_, f)| {
+                f.log_end_offset >= 0
+                    && (f.log_end_offset == leader_log_end_offset
+                        || now_ms - f.last_caught_up_ms <= lag_time_max_ms)
+            })
+            .map(|(_, f)| f.log_end_offset)
+            .fold(in_sync, i64::min)
     }
 
     /// A follower fetched from `fetch_offset`. Returns the ISR to write if
@@ -410,14 +431,14 @@ mod tests {
     fn high_watermark_is_the_smallest_isr_log_end_offset() {
         let mut l = leader(&[1, 2, 3]);
         // Nothing heard from the followers yet: nothing is committed.
-        assert_eq!(l.high_watermark(10), 0);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 0);
         l.record_fetch(2, 10, 10, 0, 1_100);
-        assert_eq!(l.high_watermark(10), 0);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 0);
         l.record_fetch(3, 7, 10, 0, 1_100);
-        assert_eq!(l.high_watermark(10), 7);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 7);
         // Out of the ISR, a replica no longer holds it back.
         l.isr.remove(&3);
-        assert_eq!(l.high_watermark(10), 10);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 10);
     }
 
     #[test]
@@ -450,10 +471,38 @@ mod tests {
         let mut l = leader(&[1, 2]);
         l.record_fetch(2, 10, 10, 0, 1_000);
         l.record_fetch(3, 4, 10, 0, 1_000);
-        assert_eq!(l.high_watermark(10), 10);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 10);
         // 3 is being added: until confirmed, the HW waits for it too.
         l.pending_isr = Some([1, 2, 3].into_iter().collect());
-        assert_eq!(l.high_watermark(10), 4);
+        assert_eq!(l.high_watermark(10, 1_100, 0), 4);
+    }
+
+    #[test]
+    fn a_caught_up_follower_outside_the_isr_holds_the_high_watermark_until_it_joins() {
+        const T: i64 = 1_000_000;
+        // An ISR of one under steady writes: the high watermark is the log
+        // end, and the follower is always a little behind it.
+        let mut l = LeaderState::new(1, 3, &[1], &[1, 2], 0, 0, T);
+        assert_eq!(
+            l.high_watermark(100, T, 10_000),
+            100,
+            "never fetched: not held"
+        );
+        assert_eq!(l.record_fetch(2, 90, 100, 100, T + 1_000), None);
+        assert_eq!(l.record_fetch(2, 100, 110, 110, T + 1_100), None);
+        // Caught up as of its previous fetch, within the lag: it holds the
+        // high watermark at its position (the actor never lowers it, so it
+        // stays at 110) ...
+        assert_eq!(l.high_watermark(120, T + 1_200, 10_000), 100);
+        // ... so its next fetch reaches it and it joins.
+        assert_eq!(
+            l.record_fetch(2, 110, 120, 110, T + 1_300),
+            Some([1, 2].into_iter().collect())
+        );
+        // Lagging past the lag time, it no longer holds anything back.
+        let mut l = LeaderState::new(1, 3, &[1], &[1, 2], 0, 0, T);
+        l.record_fetch(2, 50, 100, 100, T + 1_000);
+        assert_eq!(l.high_watermark(200, T + 20_000, 10_000), 200);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ferrolog::actors::log::{
     Append, Close, CreateLog, GetLogOffsets, GetShards, LogActor, LogActorConfig, LogActorError,
 };
 use ferrolog::actors::partition::{
-    Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, PartitionActor,
+    Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
     PartitionAssignment, PartitionHandle, ReplicaContext, ReplicaFetch, Restart, StopPartition,
 };
 use ferrolog::clock::SystemClock;
@@ -775,6 +775,104 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
         );
         leader.addr.send(fetch(5)).await.unwrap().unwrap();
         assert_eq!(leader.addr.send(GetState).await.unwrap().high_watermark, 5);
+    });
+}
+
+/// Issue 20: an append on the shard while the controller moves the leader
+/// epoch on without moving the leader (an ISR shrink after a broker died)
+/// is answered, as in Kafka; only a lost leadership fails it.
+#[test]
+fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "bump", store.clone(), 60_000).await;
+        let append = leader.addr.send(AppendRecords {
+            records: batch_v2(5, 10, Compression::None),
+            acks: Acks::Leader,
+        });
+        let bump = leader.addr.send(ApplyAssignment(PartitionAssignment {
+            leader: 0,
+            leader_epoch: 2,
+            isr: vec![0],
+            replicas: vec![0, 1],
+            zk_version: 1,
+            controller_epoch: 1,
+        }));
+        let (appended, bumped) = futures_util::future::join(append, bump).await;
+        bumped.unwrap().unwrap();
+        let (info, _) = appended.unwrap().expect("the append is answered");
+        assert_eq!(info.log_end_offset, 5);
+        let state = leader.addr.send(GetReplicaState).await.unwrap();
+        assert_eq!((state.leader_epoch, state.offsets.high_watermark), (2, 5));
+    });
+}
+
+/// ListOffsets' view of a leader (issue 20): a consumer is answered
+/// OFFSET_NOT_AVAILABLE while a new leader's high watermark is below the
+/// start of its epoch (KIP-207), a replica gets the log end; an old
+/// `current_leader_epoch` is FENCED_LEADER_EPOCH; once the follower has
+/// caught up, the consumer gets the high watermark.
+#[test]
+fn list_offsets_waits_for_a_new_leaders_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "kip207", store.clone(), 60_000).await;
+        leader
+            .addr
+            .send(AppendRecords {
+                records: batch_v2(5, 10, Compression::None),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        leader
+            .addr
+            .send(ApplyAssignment(PartitionAssignment {
+                leader: 0,
+                leader_epoch: 2,
+                isr: vec![0, 1],
+                replicas: vec![0, 1],
+                zk_version: 1,
+                controller_epoch: 1,
+            }))
+            .await
+            .unwrap()
+            .unwrap();
+        let offsets = |current_leader_epoch, for_replica| LeaderOffsets {
+            current_leader_epoch,
+            for_replica,
+        };
+        match leader.addr.send(offsets(2, false)).await.unwrap() {
+            Err(LogActorError::Replication(ReplicationError::OffsetNotAvailable {
+                high_watermark: 0,
+                epoch_start_offset: 5,
+            })) => {}
+            other => panic!("expected OFFSET_NOT_AVAILABLE, got {other:?}"),
+        }
+        let replica = leader.addr.send(offsets(-1, true)).await.unwrap().unwrap();
+        assert_eq!((replica.log_end_offset, replica.high_watermark), (5, 0));
+        match leader.addr.send(offsets(1, true)).await.unwrap() {
+            Err(LogActorError::Replication(ReplicationError::FencedLeaderEpoch { .. })) => {}
+            other => panic!("expected FENCED_LEADER_EPOCH, got {other:?}"),
+        }
+        leader
+            .addr
+            .send(ReplicaFetch {
+                replica_id: 1,
+                offset: 5,
+                max_bytes: 1 << 20,
+                current_leader_epoch: 2,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let consumer = leader.addr.send(offsets(2, false)).await.unwrap().unwrap();
+        assert_eq!(consumer.high_watermark, 5);
     });
 }
 
