@@ -55,6 +55,7 @@ internal_modules! {
     mod api;
     mod cluster;
     mod controlled_shutdown;
+    mod controller;
     mod group;
     mod metadata;
     mod net;

@@ -387,6 +387,136 @@ pub struct LeaderAndIsrView<'a> {
     pub controller_epoch: i32,
 }
 
+/// Kafka's DelayedProduce for one partition: the acks=all produces waiting
+/// for the high watermark, in append order (so in order of
+/// `required_offset`: a high watermark answers a prefix), bounded. `R` is
+/// whatever answers a produce (the actor's reply channel); this type only
+/// decides who is answered and how.
+#[derive(Debug)]
+pub struct DelayedProduces<R> {
+    waiting: std::collections::VecDeque<DelayedProduce<R>>,
+    capacity: usize,
+}
+
+/// One acks=all produce: answered once the high watermark reaches
+/// `required_offset`, with an error if the ISR is then below
+/// `min_insync_replicas`.
+#[derive(Debug)]
+pub struct DelayedProduce<R> {
+    pub required_offset: i64,
+    pub min_insync_replicas: usize,
+    pub reply: R,
+}
+
+impl<R> DelayedProduces<R> {
+    pub fn new(capacity: usize) -> Self {
+        DelayedProduces {
+            waiting: std::collections::VecDeque::new(),
+            capacity,
+        }
+    }
+
+    /// Parks `produce`; a full purgatory gives it back (Kafka answers it
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND: it is written, but not waited on).
+    pub fn park(&mut self, produce: DelayedProduce<R>) -> Result<(), DelayedProduce<R>> {
+        if self.waiting.len() >= self.capacity {
+            return Err(produce);
+        }
+        self.waiting.push_back(produce);
+        Ok(())
+    }
+
+    /// The produces the high watermark now covers, each with its answer:
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR (`isr_size`) is below
+    /// its `min.insync.replicas`.
+    pub fn complete(
+        &mut self,
+        high_watermark: i64,
+        isr_size: usize,
+    ) -> Vec<(R, Result<(), ReplicationError>)> {
+        let mut done = Vec::new();
+        while self
+            .waiting
+            .front()
+            .is_some_and(|p| p.required_offset <= high_watermark)
+        {
+            let Some(p) = self.waiting.pop_front() else {
+                break;
+            };
+            let answer = if isr_size < p.min_insync_replicas {
+                Err(ReplicationError::NotEnoughReplicasAfterAppend)
+            } else {
+                Ok(())
+            };
+            done.push((p.reply, answer));
+        }
+        done
+    }
+
+    /// Every waiting produce (leadership went: each is answered
+    /// NOT_LEADER_OR_FOLLOWER by the caller).
+    pub fn drain(&mut self) -> impl Iterator<Item = R> + '_ {
+        self.waiting.drain(..).map(|p| p.reply)
+    }
+
+    /// Keeps only the produces whose reply `keep` accepts (drops those
+    /// whose requester gave up).
+    pub fn retain(&mut self, keep: impl Fn(&R) -> bool) {
+        self.waiting.retain(|p| keep(&p.reply));
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
+/// The produces waiting for a group flush (`flush.messages`): in append
+/// order, so a flush's recovery point answers a prefix.
+#[derive(Debug)]
+pub struct DelayedFlushes<R> {
+    waiting: std::collections::VecDeque<(i64, R)>,
+}
+
+impl<R> Default for DelayedFlushes<R> {
+    fn default() -> Self {
+        DelayedFlushes {
+            waiting: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl<R> DelayedFlushes<R> {
+    /// Waits for everything below `required_offset` to be on disk.
+    pub fn park(&mut self, required_offset: i64, reply: R) {
+        self.waiting.push_back((required_offset, reply));
+    }
+
+    /// The produces a flush up to `recovery_point` answers.
+    pub fn complete(&mut self, recovery_point: i64) -> Vec<R> {
+        let mut done = Vec::new();
+        while self
+            .waiting
+            .front()
+            .is_some_and(|(required, _)| *required <= recovery_point)
+        {
+            if let Some((_, reply)) = self.waiting.pop_front() {
+                done.push(reply);
+            }
+        }
+        done
+    }
+
+    /// Every waiting produce (the flush failed).
+    pub fn drain(&mut self) -> impl Iterator<Item = R> + '_ {
+        self.waiting.drain(..).map(|(_, reply)| reply)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
 /// A replica a consumer may read from, as its leader sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadReplica {
@@ -596,6 +726,57 @@ mod tests {
             },
             &written
         ));
+    }
+
+    #[test]
+    fn delayed_produces_are_answered_in_order_by_the_high_watermark() {
+        let mut purgatory = DelayedProduces::new(3);
+        for (offset, min) in [(5, 1), (10, 2), (15, 1)] {
+            purgatory
+                .park(DelayedProduce {
+                    required_offset: offset,
+                    min_insync_replicas: min,
+                    reply: offset,
+                })
+                .unwrap();
+        }
+        let full = purgatory.park(DelayedProduce {
+            required_offset: 20,
+            min_insync_replicas: 1,
+            reply: 20,
+        });
+        assert_eq!(full.map_err(|p| p.reply), Err(20));
+        assert!(purgatory.complete(4, 2).is_empty());
+        // The ISR shrank to one: the produce that needed two is answered
+        // NOT_ENOUGH_REPLICAS_AFTER_APPEND, the other succeeds.
+        assert_eq!(
+            purgatory.complete(12, 1),
+            vec![
+                (5, Ok(())),
+                (10, Err(ReplicationError::NotEnoughReplicasAfterAppend))
+            ]
+        );
+        purgatory.retain(|reply| *reply != 15);
+        assert!(purgatory.is_empty());
+        purgatory
+            .park(DelayedProduce {
+                required_offset: 30,
+                min_insync_replicas: 1,
+                reply: 30,
+            })
+            .unwrap();
+        assert_eq!(purgatory.drain().collect::<Vec<_>>(), vec![30]);
+    }
+
+    #[test]
+    fn delayed_flushes_are_answered_by_the_recovery_point() {
+        let mut flushes = DelayedFlushes::default();
+        flushes.park(3, "a");
+        flushes.park(7, "b");
+        flushes.park(9, "c");
+        assert_eq!(flushes.complete(7), vec!["a", "b"]);
+        assert_eq!(flushes.drain().collect::<Vec<_>>(), vec!["c"]);
+        assert!(flushes.is_empty());
     }
 
     #[test]

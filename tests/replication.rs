@@ -1036,8 +1036,15 @@ fn several_fetchers_per_leader_copy_every_partition() {
         }
         started.values().map(HashSet::len).max().unwrap_or(0)
     };
+    // A new topic's ISR is whole from the start: the fetchers may still be
+    // starting (a loaded machine), so their lines are waited for.
     for (id, broker) in cluster.brokers.iter_mut() {
-        let most = fetchers_per_leader(broker.log_lines());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut most = fetchers_per_leader(broker.log_lines());
+        while most < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            most = fetchers_per_leader(broker.log_lines());
+        }
         assert!(
             most >= 2,
             "broker {id} copies some leader over {most} fetcher(s), not several"
@@ -1209,4 +1216,108 @@ fn a_bounced_broker_is_failed_over_then_taken_back() {
         "a broker bounced behind the controller's back",
     );
     assert_replicas_converge(&mut cluster, topic, 3);
+}
+
+/// ListOffsets v4 (`timestamp` -2 earliest, -1 latest) for `topic`-0,
+/// asked of broker `id` as a consumer; the offset, or the error code.
+fn list_offset(cluster: &Cluster, id: i32, topic: &str, timestamp: i64) -> Result<i64, i16> {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName};
+    let answer: ListOffsetsResponse = raw_request(
+        &cluster.bootstrap(id),
+        ApiKey::ListOffsets,
+        4,
+        &ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_current_leader_epoch(-1)
+                    .with_timestamp(timestamp)])]),
+        Duration::from_secs(10),
+    );
+    let partition = &answer.topics[0].partitions[0];
+    match partition.error_code {
+        0 => Ok(partition.offset),
+        code => Err(code),
+    }
+}
+
+/// Issue 20: DeleteRecords moves the log start on the followers too. They
+/// take the leader's log start from each fetch response (Kafka's
+/// `maybeIncrementLogStartOffset` on a follower) into their own logs, so a
+/// follower stopped cleanly checkpoints it (`log-start-offset-checkpoint`),
+/// and once the leader is SIGKILLed the new leader answers the same
+/// earliest offset and does not serve the deleted records again.
+#[test]
+fn deleted_records_stay_deleted_after_a_failover() {
+    let topic = "trimmed";
+    let mut cluster = replicated_cluster(&["min.insync.replicas=2"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    common::cluster::produce(&cluster.bootstrap(0), topic, 0..100);
+    wait_for_full_isr(&mut cluster, topic);
+    let leader = leader_of_partition_0(&cluster, topic);
+    let mut list = TopicPartitionList::new();
+    list.add_partition_offset(topic, 0, rdkafka::Offset::Offset(40))
+        .expect("offset");
+    let deleted = common::block_on(
+        common::admin(&cluster.bootstrap(leader))
+            .delete_records(&list, &common::admin_options(Duration::from_secs(30))),
+    )
+    .expect("DeleteRecords answered");
+    assert_eq!(
+        deleted.elements()[0].error(),
+        Ok(()),
+        "DeleteRecords before 40"
+    );
+    // The followers learn the log start from their next fetches.
+    common::cluster::produce(&cluster.bootstrap(leader), topic, 100..110);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let follower = *cluster
+        .brokers
+        .keys()
+        .find(|&&id| id != leader)
+        .expect("a follower");
+    let log_dir = cluster
+        .brokers
+        .remove(&follower)
+        .expect("follower")
+        .terminate();
+    let checkpoint =
+        std::fs::read_to_string(log_dir.join("log-start-offset-checkpoint")).unwrap_or_default();
+    assert!(
+        checkpoint
+            .lines()
+            .any(|line| line == format!("{topic} 0 40")),
+        "the follower's own log starts at 40: {checkpoint:?}"
+    );
+    cluster.start_broker(follower);
+    wait_for_full_isr(&mut cluster, topic);
+
+    cluster.brokers.remove(&leader).expect("the leader").kill();
+    let survivor = *cluster.brokers.keys().next().expect("a survivor");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (earliest, latest) = loop {
+        let new_leader = cluster.view(survivor, topic).0.get(&0).copied();
+        if let Some(new_leader) = new_leader.filter(|l| *l >= 0 && *l != leader) {
+            if let (Ok(earliest), Ok(latest)) = (
+                list_offset(&cluster, new_leader, topic, -2),
+                list_offset(&cluster, new_leader, topic, -1),
+            ) {
+                break (earliest, latest);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no new leader answered ListOffsets"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        (earliest, latest),
+        (40, 110),
+        "the new leader serves from the deleted-before offset"
+    );
 }

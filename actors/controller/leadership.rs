@@ -20,17 +20,11 @@ use kafka_protocol::protocol::StrBytes;
 use super::{partition_metadata, Controller, Shared, TopicError};
 use crate::actors::controller_channel::ControlRequest;
 use crate::cluster::TopicMetadata;
-use crate::metadata::znodes::LeaderAndIsr;
+pub use crate::controller::election::ElectionType;
+use crate::controller::election::{
+    elect_leader_candidate, elect_leader_on_state, leave_partition, partitions_to_rebalance,
+};
 use crate::topic_partition::TopicPartition;
-
-/// Which leader an ElectLeaders request asks for (KIP-460).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ElectionType {
-    /// The first replica, when it is live and in sync.
-    Preferred,
-    /// Any live replica, in sync or not (records may be lost).
-    Unclean,
-}
 
 controller_request!(
     /// Elect leaders for `partitions` (all when `None`): each answer is
@@ -91,28 +85,8 @@ impl Shared {
                 answers.push((tp, E::UnknownTopicOrPartition.code()));
                 continue;
             };
-            let candidate = match request.election {
-                ElectionType::Preferred => {
-                    let preferred = partition.replicas.first().copied();
-                    match preferred {
-                        Some(p) if p == partition.leader => Err(E::ElectionNotNeeded),
-                        Some(p) if live.contains(&p) && partition.isr.contains(&p) => Ok(p),
-                        _ => Err(E::PreferredLeaderNotAvailable),
-                    }
-                }
-                ElectionType::Unclean => {
-                    if registered.contains(&partition.leader) {
-                        Err(E::ElectionNotNeeded)
-                    } else {
-                        partition
-                            .replicas
-                            .iter()
-                            .copied()
-                            .find(|r| live.contains(r))
-                            .ok_or(E::EligibleLeadersNotAvailable)
-                    }
-                }
-            };
+            let candidate =
+                elect_leader_candidate(request.election, &partition, &registered, &live);
             let leader = match candidate {
                 Ok(leader) => leader,
                 Err(e) => {
@@ -126,20 +100,7 @@ impl Shared {
             let epoch = self.controller_epoch();
             let decided = self
                 .rewrite_state(&tp, |state| {
-                    let allowed = match election {
-                        ElectionType::Preferred => state.isr.contains(&leader),
-                        ElectionType::Unclean => !registered.contains(&state.leader),
-                    };
-                    (state.leader != leader && allowed).then(|| LeaderAndIsr {
-                        leader,
-                        leader_epoch: state.leader_epoch + 1,
-                        isr: if state.isr.contains(&leader) {
-                            state.isr.clone()
-                        } else {
-                            vec![leader]
-                        },
-                        controller_epoch: epoch,
-                    })
+                    elect_leader_on_state(election, leader, state, &registered, epoch)
                 })
                 .await?;
             let Some((state, version)) = decided else {
@@ -348,194 +309,5 @@ impl Shared {
             );
         }
         Ok(moved)
-    }
-}
-
-/// A partition's state once `broker` leaves it in a controlled shutdown
-/// (Kafka's `ControlledShutdownPartitionLeaderElectionStrategy`): if it
-/// leads, the first other in-sync replica that is `eligible` leads instead
-/// (none: nothing changes, it keeps leading); it leaves the ISR unless it
-/// is the last member. `None`: nothing changes.
-fn leave_partition(
-    state: &LeaderAndIsr,
-    broker: i32,
-    replicas: &[i32],
-    eligible: impl Fn(i32) -> bool,
-    controller_epoch: i32,
-) -> Option<LeaderAndIsr> {
-    let isr: Vec<i32> = state.isr.iter().copied().filter(|&b| b != broker).collect();
-    let next = |leader: i32, isr: Vec<i32>| LeaderAndIsr {
-        leader,
-        leader_epoch: state.leader_epoch + 1,
-        isr,
-        controller_epoch,
-    };
-    if state.leader == broker {
-        let leader = replicas
-            .iter()
-            .copied()
-            .find(|&r| r != broker && isr.contains(&r) && eligible(r))?;
-        return Some(next(leader, isr));
-    }
-    (state.isr.contains(&broker) && !isr.is_empty()).then(|| next(state.leader, isr))
-}
-
-/// The partitions the automatic rebalance gives back to their preferred
-/// (first) replica: for each broker whose preferred partitions are led
-/// elsewhere in more than `percentage` % of cases, those it may lead now
-/// (it is `eligible` and in the ISR).
-fn partitions_to_rebalance(
-    topics: &[TopicMetadata],
-    eligible: impl Fn(i32) -> bool,
-    percentage: u32,
-) -> Vec<TopicPartition> {
-    // Per preferred replica: its partitions, and those led by another broker
-    // (with whether the preferred replica is in their ISR).
-    let mut by_preferred: BTreeMap<i32, (usize, Vec<(TopicPartition, bool)>)> = BTreeMap::new();
-    for topic in topics {
-        for (&index, p) in &topic.partitions {
-            let Some(&preferred) = p.replicas.first() else {
-                continue;
-            };
-            let (count, elsewhere) = by_preferred.entry(preferred).or_default();
-            *count += 1;
-            // Offline (-1) and deleted partitions are not the rebalance's.
-            if p.leader >= 0 && p.leader != preferred {
-                let in_sync = p.isr.contains(&preferred);
-                elsewhere.push((TopicPartition::new(topic.name.clone(), index), in_sync));
-            }
-        }
-    }
-    let mut wanted = Vec::new();
-    for (preferred, (count, elsewhere)) in by_preferred {
-        let ratio = elsewhere.len() as f64 / count as f64;
-        if ratio <= f64::from(percentage) / 100.0 || !eligible(preferred) {
-            continue;
-        }
-        log::info!(
-            "leader imbalance of broker {preferred}: {} of its {count} preferred partition(s) \
-             are led elsewhere",
-            elsewhere.len()
-        );
-        wanted.extend(
-            elsewhere
-                .into_iter()
-                .filter_map(|(tp, in_sync)| in_sync.then_some(tp)),
-        );
-    }
-    wanted
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cluster::PartitionMetadata;
-    use crate::storage::LogConfig;
-
-    fn state(leader: i32, isr: &[i32]) -> LeaderAndIsr {
-        LeaderAndIsr {
-            leader,
-            leader_epoch: 4,
-            isr: isr.to_vec(),
-            controller_epoch: 1,
-        }
-    }
-
-    #[test]
-    fn a_stopping_leader_hands_over_to_the_first_eligible_in_sync_replica() {
-        let all = |_: i32| true;
-        let next = leave_partition(&state(1, &[1, 2, 3]), 1, &[1, 2, 3], all, 2);
-        assert_eq!(
-            next,
-            Some(LeaderAndIsr {
-                leader: 2,
-                leader_epoch: 5,
-                isr: vec![2, 3],
-                controller_epoch: 2
-            })
-        );
-        // Broker 2 is stopping too: 3 leads.
-        let next = leave_partition(&state(1, &[1, 2, 3]), 1, &[1, 2, 3], |b| b != 2, 2);
-        assert_eq!(next.map(|s| (s.leader, s.isr)), Some((3, vec![2, 3])));
-        // No other in-sync replica: it keeps leading, nothing changes.
-        assert_eq!(
-            leave_partition(&state(1, &[1]), 1, &[1, 2, 3], all, 2),
-            None
-        );
-        assert_eq!(
-            leave_partition(&state(1, &[1, 2]), 1, &[1, 2, 3], |b| b != 2, 2),
-            None
-        );
-    }
-
-    #[test]
-    fn a_stopping_follower_leaves_the_isr_unless_it_is_the_last() {
-        let all = |_: i32| true;
-        let next = leave_partition(&state(2, &[1, 2, 3]), 3, &[1, 2, 3], all, 2);
-        assert_eq!(
-            next.map(|s| (s.leader, s.leader_epoch, s.isr)),
-            Some((2, 5, vec![1, 2]))
-        );
-        assert_eq!(
-            leave_partition(&state(2, &[2]), 3, &[1, 2, 3], all, 2),
-            None
-        );
-    }
-
-    fn topic(name: &str, partitions: &[(i32, &[i32], &[i32])]) -> TopicMetadata {
-        TopicMetadata {
-            name: name.into(),
-            topic_id: [0; 16],
-            is_internal: false,
-            partitions: partitions
-                .iter()
-                .enumerate()
-                .map(|(index, (leader, replicas, isr))| {
-                    (
-                        index as i32,
-                        PartitionMetadata {
-                            leader: *leader,
-                            leader_epoch: 0,
-                            replicas: replicas.to_vec(),
-                            isr: isr.to_vec(),
-                            zk_version: 0,
-                        },
-                    )
-                })
-                .collect(),
-            configs: BTreeMap::new(),
-            log_config: LogConfig::default(),
-        }
-    }
-
-    #[test]
-    fn the_rebalance_moves_partitions_of_brokers_above_the_imbalance_ratio() {
-        // Broker 1 prefers 4 partitions and leads 3 of them (25 % lost);
-        // broker 2 prefers 2 and leads both.
-        let topics = vec![topic(
-            "t",
-            &[
-                (1, &[1, 2], &[1, 2]),
-                (1, &[1, 2], &[1, 2]),
-                (1, &[1, 2], &[1, 2]),
-                (2, &[1, 2], &[1, 2]),
-                (2, &[2, 1], &[2, 1]),
-                (2, &[2, 1], &[2, 1]),
-            ],
-        )];
-        let all = |_: i32| true;
-        assert_eq!(
-            partitions_to_rebalance(&topics, all, 10),
-            vec![TopicPartition::new("t", 3)]
-        );
-        assert!(partitions_to_rebalance(&topics, all, 25).is_empty());
-        assert!(
-            partitions_to_rebalance(&topics, |b| b != 1, 10).is_empty(),
-            "the preferred replica cannot lead now"
-        );
-        let out_of_sync = vec![topic("t", &[(2, &[1, 2], &[2])])];
-        assert!(partitions_to_rebalance(&out_of_sync, all, 10).is_empty());
-        let offline = vec![topic("t", &[(-1, &[1, 2], &[1])])];
-        assert!(partitions_to_rebalance(&offline, all, 10).is_empty());
     }
 }

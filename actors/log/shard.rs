@@ -533,8 +533,11 @@ partition_request!(
 partition_request!(
     /// Append batches a leader already gave offsets and epochs (a
     /// follower); `high_watermark` is the follower's new one, for the
-    /// checkpoint. Answers the offsets after.
-    AppendAsFollower { records: Bytes, high_watermark: i64 } -> LogOffsets,
+    /// checkpoint; the leader's log start (retention, DeleteRecords) moves
+    /// this log's start too, never past the follower's high watermark
+    /// (Kafka's `maybeIncrementLogStartOffset` on a fetch response).
+    /// Answers the offsets after.
+    AppendAsFollower { records: Bytes, high_watermark: i64, leader_log_start_offset: i64 } -> LogOffsets,
     |log, now, msg| {
         fail::fail_point!("shard.append", |_| Err(LogError::io(
             log.dir(),
@@ -542,6 +545,10 @@ partition_request!(
         )));
         log.append_as_follower(&msg.records, now)?;
         log.set_high_watermark(msg.high_watermark);
+        let start = msg.leader_log_start_offset.min(log.high_watermark());
+        if start > log.log_start_offset() {
+            log.delete_records_before(start)?;
+        }
         Ok(offsets_of(log))
     }
 );

@@ -1,0 +1,252 @@
+//! Broker membership at the active controller: `/brokers/ids` read into
+//! the cache and one channel per live broker, broker joins and leaves
+//! (KIP-380's bounced brokers), and leaders' ISR change notifications.
+
+use super::*;
+
+impl Shared {
+    pub(super) fn live_brokers(&self) -> Vec<i32> {
+        self.cache.read(|m| m.brokers.keys().copied().collect())
+    }
+
+    /// Reads `/brokers/ids` into the cache and keeps one channel per other
+    /// live broker. Returns the ids that joined and left.
+    pub(super) async fn load_brokers(&self) -> Result<BrokerChanges, TopicError> {
+        let mut live = BTreeMap::new();
+        for child in self.store.children(BrokerIdsZNode::PATH).await? {
+            let Ok(id) = child.parse::<i32>() else {
+                continue;
+            };
+            let Some((bytes, stat)) = self.store.get(&BrokerIdZNode::path(id)).await? else {
+                continue;
+            };
+            let info = BrokerIdZNode::decode(id, &bytes)?;
+            let Some((host, port)) = plaintext_endpoint(&info) else {
+                log::warn!("broker {id} registered no PLAINTEXT endpoint; ignored");
+                continue;
+            };
+            live.insert(
+                id,
+                (
+                    BrokerEndpoint {
+                        id,
+                        host,
+                        port,
+                        rack: info.rack.clone(),
+                    },
+                    stat.creation_zxid,
+                ),
+            );
+        }
+        let before: Vec<i32> = self.live_brokers();
+        // A broker that registered again (a new session, a new epoch)
+        // before this controller saw it go counts as joined: it needs the
+        // whole state again, stamped with its new epoch (KIP-380's bounced
+        // brokers).
+        let known_epochs = self.cache.read(|m| m.broker_epochs.clone());
+        let bounced: Vec<i32> = live
+            .iter()
+            .filter(|(id, (_, epoch))| {
+                **id != self.broker_id
+                    && before.contains(id)
+                    && known_epochs.get(id).is_some_and(|known| known != epoch)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let mut joined: Vec<i32> = live
+            .keys()
+            .copied()
+            .filter(|id| !before.contains(id))
+            .collect();
+        for id in &bounced {
+            log::info!("broker {id} registered again with a new broker epoch");
+        }
+        joined.extend(bounced.iter().copied());
+        let left: Vec<i32> = before
+            .iter()
+            .copied()
+            .filter(|id| !live.contains_key(id))
+            .collect();
+        self.cache.update(|m| {
+            m.brokers = live.values().map(|(b, _)| (b.id, b.clone())).collect();
+        });
+        self.update_shutting_down(|ids| {
+            ids.retain(|id| live.contains_key(id) && !joined.contains(id))
+        });
+        let mut channels = match self.channels.lock() {
+            Ok(channels) => channels,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        channels.retain(|id, _| live.contains_key(id) && !bounced.contains(id));
+        for (id, (endpoint, epoch)) in &live {
+            if *id == self.broker_id || channels.contains_key(id) {
+                continue;
+            }
+            let address = format!("{}:{}", endpoint.host, endpoint.port);
+            let channel = ControllerChannel::start(*id, address, self.broker_id);
+            channels.insert(*id, channel);
+            self.set_broker_epoch(*id, *epoch);
+        }
+        Ok(BrokerChanges {
+            joined,
+            left,
+            bounced,
+        })
+    }
+
+    pub(super) fn set_broker_epoch(&self, broker: i32, epoch: i64) {
+        self.cache.update(|m| {
+            m.broker_epochs.insert(broker, epoch);
+        });
+    }
+
+    pub(super) fn remote_brokers(&self) -> Vec<i32> {
+        self.live_brokers()
+            .into_iter()
+            .filter(|&id| id != self.broker_id)
+            .collect()
+    }
+
+    pub(super) fn channel(&self, broker: i32) -> Option<Addr<ControllerChannel>> {
+        match self.channels.lock() {
+            Ok(channels) => channels.get(&broker).map(|c| c.addr.clone()),
+            Err(poisoned) => poisoned.into_inner().get(&broker).map(|c| c.addr.clone()),
+        }
+    }
+
+    pub(super) fn broker_epoch_of(&self, broker: i32) -> i64 {
+        self.cache
+            .read(|m| m.broker_epochs.get(&broker).copied())
+            .unwrap_or(-1)
+    }
+
+    /// `/brokers/ids` changed: partitions whose leader left get a live ISR
+    /// member as leader (none: offline, leader -1, until one returns, as
+    /// Kafka does without unclean election), brokers that left leave the
+    /// ISRs, offline partitions whose ISR member is back get it as leader
+    /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
+    /// every broker UpdateMetadata, and brokers that joined everything.
+    pub(super) async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        let BrokerChanges {
+            joined,
+            left,
+            bounced,
+        } = self.load_brokers().await?;
+        if joined.is_empty() && left.is_empty() {
+            return Ok(());
+        }
+        for id in &left {
+            log::info!("broker {id} left the cluster");
+        }
+        for id in &joined {
+            log::info!("broker {id} joined the cluster");
+        }
+        let live = self.live_brokers();
+        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        // KIP-380: a bounced broker is first failed over as a dead one (its
+        // old incarnation may have lost records it led), then taken back.
+        if !bounced.is_empty() {
+            let without: Vec<i32> = live
+                .iter()
+                .copied()
+                .filter(|b| !bounced.contains(b))
+                .collect();
+            for topic in self.reelect_all(&without).await? {
+                changed.insert(topic.name.clone(), topic);
+            }
+        }
+        for topic in self.reelect_all(&live).await? {
+            changed.insert(topic.name.clone(), topic);
+        }
+        let changed: Vec<TopicMetadata> = changed.into_values().collect();
+        // Joined brokers get everything; the others the new broker list
+        // and what changed.
+        let everything: Vec<TopicMetadata> =
+            self.cache.read(|m| m.topics.values().cloned().collect());
+        for broker in self.remote_brokers() {
+            if joined.contains(&broker) {
+                self.send_topics_to(broker, &everything);
+            } else {
+                self.send_topics_to(broker, &changed);
+            }
+        }
+        if !joined.is_empty() {
+            // Kafka's TopicDeletionManager on broker start-up: deletions
+            // that waited for a replica on a returning broker go on.
+            self.finish_pending_deletions().await?;
+        }
+        Ok(())
+    }
+
+    /// `/isr_change_notification` changed: leaders changed ISRs. Read the
+    /// states they name into the cache, tell every broker (UpdateMetadata,
+    /// as Kafka's `IsrChangeNotification` handler does) and delete the
+    /// notifications.
+    pub(super) async fn isr_changes_notified(
+        &self,
+        change: IsrChangesNotified,
+    ) -> Result<(), TopicError> {
+        if !self.is_active() || change.names.is_empty() {
+            return Ok(());
+        }
+        let mut named = std::collections::BTreeSet::new();
+        for name in &change.names {
+            let path = IsrChangeNotificationZNode::path(name);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                match IsrChangeNotificationZNode::decode(name, &bytes) {
+                    Ok(tps) => named.extend(tps),
+                    Err(e) => log::warn!("ignoring {path}: {e}"),
+                }
+            }
+        }
+        let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        for tp in named {
+            let Some(mut topic) = changed
+                .remove(&tp.topic)
+                .or_else(|| self.cache.topic(&tp.topic))
+            else {
+                continue;
+            };
+            let Some(p) = topic.partitions.get_mut(&tp.partition) else {
+                continue;
+            };
+            let Some((bytes, stat)) = self.store.get(&TopicPartitionStateZNode::path(&tp)).await?
+            else {
+                continue;
+            };
+            let state = TopicPartitionStateZNode::decode(&tp, &bytes)?;
+            *p = partition_metadata(&state, &p.replicas, stat.version);
+            changed.insert(tp.topic.clone(), topic);
+        }
+        let changed: Vec<TopicMetadata> = changed.into_values().collect();
+        self.cache.update(|m| {
+            for topic in &changed {
+                m.topics.insert(topic.name.clone(), topic.clone());
+            }
+        });
+        for broker in self.remote_brokers() {
+            self.deliver(
+                broker,
+                vec![ControlRequest::UpdateMetadata(
+                    self.update_metadata_request(broker, &changed),
+                )],
+            );
+        }
+        // Deleted only once the states they name are read and sent: a
+        // controller that dies before this leaves them for its successor.
+        for name in &change.names {
+            match self
+                .store
+                .delete(&IsrChangeNotificationZNode::path(name), None)
+                .await
+            {
+                Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}

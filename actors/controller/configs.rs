@@ -1,0 +1,202 @@
+//! Topic configs: written as Kafka's `AdminZkClient` writes them,
+//! followed through `/config/changes`, and applied to the logs.
+
+use super::*;
+
+impl Shared {
+    pub(super) fn base_log_config(&self) -> LogConfig {
+        self.config.log_config()
+    }
+
+    /// Whether `topic` allows unclean leader election (its config, else
+    /// the broker's `unclean.leader.election.enable`).
+    pub(super) fn unclean_allowed(&self, configs: &BTreeMap<String, String>) -> bool {
+        configs
+            .get("unclean.leader.election.enable")
+            .and_then(|v| v.to_ascii_lowercase().parse::<bool>().ok())
+            .unwrap_or(self.config.unclean_leader_election_enable)
+    }
+
+    /// `__consumer_offsets` written before compaction existed kept every
+    /// record (no retention): it becomes `cleanup.policy=compact`, as Kafka
+    /// creates it, so loading reads only what compaction keeps.
+    pub(super) async fn make_offsets_topic_compacted(
+        &self,
+        configs: &mut BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        if configs.get("cleanup.policy").map(String::as_str) == Some("compact") {
+            return Ok(());
+        }
+        configs.insert("cleanup.policy".into(), "compact".into());
+        configs.remove("retention.ms");
+        configs.remove("retention.bytes");
+        self.write_topic_configs(crate::group::OFFSETS_TOPIC, configs)
+            .await?;
+        log::info!(
+            "{} is now cleanup.policy=compact (it kept every record before)",
+            crate::group::OFFSETS_TOPIC
+        );
+        Ok(())
+    }
+
+    /// Replace `/config/topics/<name>` (created when missing).
+    pub(super) async fn write_topic_configs(
+        &self,
+        name: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        let path = ConfigEntityZNode::path(ConfigType::Topic, name);
+        let data = ConfigEntityZNode::encode(configs);
+        match self.store.set(&path, data.clone(), None).await {
+            Ok(_) => Ok(()),
+            Err(MetadataError::NoNode(_)) => Ok(self
+                .store
+                .create_recursive(&path, data, CreateMode::Persistent)
+                .await?),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub(super) async fn topic_configs(
+        &self,
+        name: &str,
+    ) -> Result<BTreeMap<String, String>, TopicError> {
+        Ok(
+            match self
+                .store
+                .get(&ConfigEntityZNode::path(ConfigType::Topic, name))
+                .await?
+            {
+                Some((bytes, _)) => ConfigEntityZNode::decode(ConfigType::Topic, name, &bytes)?,
+                None => BTreeMap::new(),
+            },
+        )
+    }
+
+    pub(super) fn log_config_for(
+        &self,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<LogConfig, TopicError> {
+        let pairs: Vec<(String, String)> = configs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        apply_topic_overrides(&self.base_log_config(), &pairs)
+            .map_err(|e| TopicError::InvalidConfig(e.to_string()))
+    }
+
+    /// Any broker alters a topic's configs as Kafka's `AdminZkClient`
+    /// does: write `/config/topics/<topic>`, apply it here at once (so a
+    /// DescribeConfigs that follows sees it), then leave a
+    /// `/config/changes` notification that every other broker follows.
+    pub(super) async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), TopicError> {
+        let name = request.name;
+        if self.cache.topic(&name).is_none() {
+            return Err(TopicError::UnknownTopic(name));
+        }
+        self.log_config_for(&request.configs)?;
+        if request.validate_only {
+            return Ok(());
+        }
+        self.write_topic_configs(&name, &request.configs).await?;
+        self.apply_topic_configs(&name).await?;
+        let notification = self
+            .store
+            .create_sequential(
+                ConfigChangeNotification::PREFIX,
+                ConfigChangeNotification::encode_topic(&name),
+            )
+            .await?;
+        self.note_config_change(&notification);
+        Ok(())
+    }
+
+    /// Reads a topic's configs from the store and applies them: the
+    /// partition actors led here and the metadata cache.
+    pub(super) async fn apply_topic_configs(&self, name: &str) -> Result<(), TopicError> {
+        let Some(topic) = self.cache.topic(name) else {
+            return Ok(());
+        };
+        let configs = self.topic_configs(name).await?;
+        let log_config = self.log_config_for(&configs)?;
+        for &index in topic.partitions.keys() {
+            if let Some(handle) = self
+                .partitions
+                .registry
+                .get(&TopicPartition::new(name, index))
+            {
+                handle
+                    .addr
+                    .send(UpdateConfig {
+                        config: log_config.clone(),
+                    })
+                    .await
+                    .map_err(|_| TopicError::Stopped)??;
+            }
+        }
+        self.cache.update(|m| {
+            if let Some(t) = m.topics.get_mut(name) {
+                t.configs = configs;
+                t.log_config = log_config;
+            }
+        });
+        self.partitions
+            .events
+            .publish(BrokerEvent::TopicConfigChanged {
+                topic: name.to_owned(),
+            });
+        Ok(())
+    }
+
+    /// Remembers the newest notification handled, so older ones are not
+    /// applied again.
+    pub(super) fn note_config_change(&self, path: &str) {
+        if let Some(seq) = ConfigChangeNotification::sequence(path) {
+            self.config_changes_seen
+                .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// `/config/changes` changed: apply the notifications newer than the
+    /// last one handled (Kafka's `ZkNodeChangeNotificationListener`).
+    pub(super) async fn config_changed(&self, change: ConfigChanged) -> Result<(), TopicError> {
+        let seen = self
+            .config_changes_seen
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let mut fresh: Vec<(i64, String)> = change
+            .names
+            .iter()
+            .filter_map(|name| {
+                let seq = ConfigChangeNotification::sequence(name)?;
+                (seq > seen).then(|| (seq, name.clone()))
+            })
+            .collect();
+        fresh.sort();
+        for (seq, name) in fresh {
+            let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                match ConfigChangeNotification::decode_topic(&path, &bytes) {
+                    Ok(Some(topic)) => self.apply_topic_configs(&topic).await?,
+                    Ok(None) => {}
+                    Err(e) => log::warn!("{e}"),
+                }
+            }
+            self.config_changes_seen
+                .fetch_max(seq, std::sync::atomic::Ordering::SeqCst);
+        }
+        // The controller keeps the newest notifications only (Kafka purges
+        // by age); brokers read configs fresh at start, so none is lost.
+        if self.is_active() && change.names.len() > KEPT_CONFIG_CHANGES {
+            let mut names = change.names.clone();
+            names.sort_by_key(|n| ConfigChangeNotification::sequence(n).unwrap_or(-1));
+            for name in &names[..names.len() - KEPT_CONFIG_CHANGES] {
+                let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
+                match self.store.delete(&path, None).await {
+                    Ok(()) | Err(MetadataError::NoNode(_)) => {}
+                    Err(e) => log::warn!("cannot purge {path}: {e}"),
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,147 @@
+//! Writing elections: each partition's next state is decided by
+//! `controller::election` on the state read fresh, and written
+//! conditionally on its version (and on the controller epoch).
+
+use super::*;
+
+impl Shared {
+    /// Kafka's election rules for one partition after brokers come or go
+    /// (only the active controller calls it):
+    /// `controller::election::offline_partition_leader_election`, with
+    /// the brokers shutting down excluded and an unclean or offline
+    /// outcome logged. `None`: nothing changes.
+    pub(super) fn elect(
+        &self,
+        tp: &TopicPartition,
+        state: &LeaderAndIsr,
+        replicas: &[i32],
+        live: &[i32],
+        unclean: bool,
+    ) -> Option<LeaderAndIsr> {
+        let elected = offline_partition_leader_election(
+            state,
+            replicas,
+            live,
+            &self.shutting_down(),
+            unclean,
+            self.controller_epoch(),
+        )?;
+        if let Elected::Unclean(next) = &elected {
+            log::warn!(
+                "partition {tp}: unclean election of broker {}, not in the ISR {:?}: records its \
+                 old leader {} acknowledged may be lost",
+                next.leader,
+                state.isr,
+                state.leader
+            );
+        }
+        Some(elected.into_state())
+    }
+
+    /// Re-reads `tp`'s state and applies [`Shared::elect`]. Returns the
+    /// state in force and its version.
+    pub(super) async fn reelect(
+        &self,
+        tp: &TopicPartition,
+        replicas: &[i32],
+        live: &[i32],
+        unclean: bool,
+    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+        self.rewrite_state(tp, |state| self.elect(tp, state, replicas, live, unclean))
+            .await
+    }
+
+    /// Re-reads `tp`'s state, asks `decide` for the next one (`None`:
+    /// keep it) and writes it conditionally on the version read (a leader
+    /// may be changing the ISR at the same moment: then read again).
+    /// Returns the state in force and its version.
+    pub(super) async fn rewrite_state(
+        &self,
+        tp: &TopicPartition,
+        decide: impl Fn(&LeaderAndIsr) -> Option<LeaderAndIsr>,
+    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+        let path = TopicPartitionStateZNode::path(tp);
+        for _ in 0..ELECTION_ATTEMPTS {
+            let Some((bytes, stat)) = self.store.get(&path).await? else {
+                return Ok(None);
+            };
+            let state = TopicPartitionStateZNode::decode(tp, &bytes)?;
+            if !self.is_active() {
+                return Ok(Some((state, stat.version)));
+            }
+            let Some(elected) = decide(&state) else {
+                return Ok(Some((state, stat.version)));
+            };
+            let write = StoreOp::Set {
+                path: path.clone(),
+                data: TopicPartitionStateZNode::encode(&elected),
+                expected_version: Some(stat.version),
+            };
+            match self.controller_write(vec![write]).await {
+                Ok(stats) => {
+                    let written = stats.first().copied().unwrap_or(Stat {
+                        version: stat.version + 1,
+                        creation_zxid: 0,
+                        ephemeral_owner: 0,
+                    });
+                    if elected.leader == LeaderAndIsr::NO_LEADER {
+                        log::warn!(
+                            "partition {tp} is offline: no in-sync replica of {:?} is live",
+                            elected.isr
+                        );
+                    } else {
+                        log::info!(
+                            "partition {tp}: leader {} (leader epoch {}), ISR {:?}",
+                            elected.leader,
+                            elected.leader_epoch,
+                            elected.isr
+                        );
+                    }
+                    return Ok(Some((elected, written.version)));
+                }
+                Err(TopicError::Store(MetadataError::BadVersion { .. })) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TopicError::Store(MetadataError::BadVersion {
+            path,
+            expected: -1,
+            actual: -1,
+        }))
+    }
+
+    /// [`Shared::reelect`] for every partition whose leader or an ISR
+    /// member is not in `live`; applies the results here and answers the
+    /// topics that changed (not yet sent to the other brokers).
+    pub(super) async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, TopicError> {
+        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        let mut changed = Vec::new();
+        for mut topic in topics {
+            let unclean = self.unclean_allowed(&topic.configs);
+            let mut moved = Vec::new();
+            for (&index, p) in topic.partitions.iter_mut() {
+                let affected = !live.contains(&p.leader) || p.isr.iter().any(|b| !live.contains(b));
+                if !affected {
+                    continue;
+                }
+                let tp = TopicPartition::new(topic.name.clone(), index);
+                let Some((state, version)) = self.reelect(&tp, &p.replicas, live, unclean).await?
+                else {
+                    continue;
+                };
+                let updated = partition_metadata(&state, &p.replicas, version);
+                if updated != *p {
+                    *p = updated;
+                    moved.push(index);
+                }
+            }
+            if !moved.is_empty() {
+                self.cache
+                    .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+                self.apply_local(&topic, &moved, &BTreeMap::new()).await?;
+                changed.push(topic);
+            }
+        }
+        Ok(changed)
+    }
+}

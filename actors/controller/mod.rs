@@ -1,0 +1,943 @@
+//! The controller actor: the only writer of topic metadata. It registers
+//! the broker under `/brokers/ids`, becomes controller by creating
+//! `/controller` (bumping `/controller_epoch`), loads every topic from the
+//! metadata store at start, and serves topic creation, deletion, partition
+//! addition and config changes one at a time, in Kafka's znode layout. For
+//! the partitions this broker leads it creates logs (through the log actor)
+//! and starts partition actors.
+//!
+//! It works the same over the embedded store and ZooKeeper (one trait). It
+//! never touches a data file and never answers clients directly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use actix::prelude::*;
+
+use crate::cluster::{
+    is_internal_topic, validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata,
+    TopicMetadata,
+};
+use crate::config::{apply_topic_overrides, BrokerConfig};
+use crate::controller::election::{initial_state, offline_partition_leader_election, Elected};
+use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
+use crate::metadata::registration::{claim_ephemeral, ClaimError};
+use crate::metadata::store::{CreateMode, MetadataError, MetadataStore, Stat, StoreOp};
+use crate::metadata::znodes::{
+    ensure_paths, BrokerIdZNode, BrokerInfo, ClusterIdZNode, ConfigEntityZNode, ConfigType,
+    ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr, TopicAssignment,
+    TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
+};
+use crate::replication::ReplicationError;
+use crate::storage::LogConfig;
+use crate::topic_partition::TopicPartition;
+
+use super::event_bus::BrokerEvent;
+use super::log::{
+    AssignTopicId, CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets,
+    UpdateLogConfig,
+};
+use super::partition::{
+    ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
+};
+use super::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
+use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
+use kafka_protocol::error::ResponseError;
+
+/// Logs created at once while a topic is created (see `become_leader`).
+const LOG_CREATION_CONCURRENCY: usize = 4;
+
+/// Why a topic operation failed; each maps to one Kafka error code.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error("topic '{0}' already exists")]
+    AlreadyExists(String),
+    #[error("invalid topic: {0}")]
+    InvalidTopic(String),
+    #[error("unknown topic '{0}'")]
+    UnknownTopic(String),
+    #[error("{0}")]
+    InvalidPartitions(String),
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("topic deletion is disabled (delete.topic.enable=false)")]
+    DeletionDisabled,
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("metadata store: {0}")]
+    Store(#[from] MetadataError),
+    #[error("log: {0}")]
+    Log(#[from] LogActorError),
+    #[error("the controller is not running")]
+    Stopped,
+    #[error("this broker is not the controller")]
+    NotController,
+    /// A controller write found `/controller_epoch` moved on: another
+    /// broker was elected meanwhile. This one resigns.
+    #[error("another controller was elected (controller epoch {epoch} is no longer current)")]
+    ControllerMoved { epoch: i32 },
+    #[error(
+        "broker.id {broker_id} is already registered by another live broker (ZooKeeper \
+         session {owner:#x}); give each broker its own broker.id"
+    )]
+    DuplicateBrokerId { broker_id: i32, owner: i64 },
+    #[error(
+        "another broker is the controller of this cluster (ZooKeeper session {owner:#x}); \
+         ferrolog does not run several brokers in one cluster yet"
+    )]
+    ControllerElsewhere { owner: i64 },
+    #[error("broker {0} is not registered")]
+    BrokerNotAvailable(i32),
+    #[error("{0}")]
+    PolicyViolation(String),
+    #[error("broker {broker}'s epoch {requested} is older than its registration's {current}")]
+    StaleBrokerEpoch {
+        broker: i32,
+        requested: i64,
+        current: i64,
+    },
+}
+
+impl TopicError {
+    pub fn code(&self) -> i16 {
+        use kafka_protocol::error::ResponseError as E;
+        match self {
+            TopicError::AlreadyExists(_) => E::TopicAlreadyExists.code(),
+            TopicError::InvalidTopic(_) => E::InvalidTopicException.code(),
+            TopicError::UnknownTopic(_) => E::UnknownTopicOrPartition.code(),
+            TopicError::InvalidPartitions(_) => E::InvalidPartitions.code(),
+            TopicError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
+            TopicError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
+            TopicError::InvalidConfig(_) => E::InvalidConfig.code(),
+            TopicError::DeletionDisabled => E::TopicDeletionDisabled.code(),
+            TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
+            TopicError::Log(e) => crate::api::error_code(e),
+            TopicError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
+            TopicError::PolicyViolation(_) => E::PolicyViolation.code(),
+            TopicError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
+            // The controller may be elsewhere (or the store unreachable):
+            // clients retry and refresh metadata.
+            TopicError::ControllerElsewhere { .. }
+            | TopicError::NotController
+            | TopicError::ControllerMoved { .. } => E::NotController.code(),
+            TopicError::Store(_) | TopicError::Stopped | TopicError::DuplicateBrokerId { .. } => {
+                E::UnknownServerError.code()
+            }
+        }
+    }
+}
+
+impl From<AssignmentError> for TopicError {
+    fn from(e: AssignmentError) -> Self {
+        match e {
+            AssignmentError::InvalidPartitions(_) => TopicError::InvalidPartitions(e.to_string()),
+            AssignmentError::InvalidReplicationFactor { .. } => {
+                TopicError::InvalidReplicationFactor(e.to_string())
+            }
+            AssignmentError::DuplicateBroker(_) => {
+                TopicError::InvalidReplicaAssignment(e.to_string())
+            }
+        }
+    }
+}
+
+/// What a read of `/brokers/ids` found against the brokers known before.
+struct BrokerChanges {
+    /// New, or registered again (`bounced` are here too).
+    joined: Vec<i32>,
+    left: Vec<i32>,
+    /// Registered again with a new broker epoch before this controller saw
+    /// them go (KIP-380).
+    bounced: Vec<i32>,
+}
+
+/// The shared pieces every controller operation works on.
+#[derive(Clone)]
+struct Shared {
+    broker_id: i32,
+    config: BrokerConfig,
+    store: Arc<dyn MetadataStore>,
+    log: LogAdmin,
+    cache: MetadataCache,
+    partitions: PartitionRuntime,
+    /// Whether this broker is the active controller, and its epoch; on a
+    /// standby, the newest controller epoch seen in control requests (older
+    /// ones are fenced off with STALE_CONTROLLER_EPOCH).
+    role: Arc<std::sync::Mutex<Role>>,
+    /// The active controller's channel to each other live broker.
+    channels: Arc<std::sync::Mutex<HashMap<i32, ChannelHandle>>>,
+    /// The newest `/config/changes` notification applied here.
+    config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
+    /// The replica fetchers copying the partitions this broker follows.
+    fetchers: ReplicaFetchers,
+    /// The partitions this broker leads (for leadership events).
+    led: Arc<std::sync::Mutex<std::collections::HashSet<TopicPartition>>>,
+    /// Brokers in a controlled shutdown (active controller only): live,
+    /// but never given a leadership, until they leave or register again.
+    shutting_down: Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
+}
+
+/// This broker's part in the controller election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Role {
+    active: bool,
+    /// Between a session expiry and the registration on the new session:
+    /// no election may run (this broker is not registered).
+    registering: bool,
+    controller_epoch: i32,
+    /// While active: the version of `/controller_epoch` this controller
+    /// wrote its epoch at. Every controller write checks it in the same
+    /// transaction (Kafka's `wrapRequestWithControllerEpochCheck`), so a
+    /// controller that was paused or cut off while a successor was elected
+    /// can write nothing.
+    epoch_zk_version: i32,
+    /// This broker's epoch (its registration's czxid, KIP-380).
+    broker_epoch: i64,
+}
+
+pub struct Controller {
+    shared: Shared,
+    link: SupervisorLink,
+    registration: Registration,
+    /// Whether the active controller's watches run already.
+    watching_active: bool,
+    /// Topics whose znode this controller watches.
+    topic_watches: std::collections::HashSet<String>,
+    /// Losing the registration for good (another live broker took the
+    /// id after a session expiry) ends the broker.
+    fatal: BrokerFatal,
+}
+
+/// What this broker claims in the metadata store: its registration under
+/// `/brokers/ids` and the controller role.
+#[derive(Debug, Clone)]
+struct Registration {
+    broker_id: i32,
+    info: BrokerInfo,
+    /// How long a znode held by another session is waited on: one session
+    /// timeout, enough for ZooKeeper to expire this broker's previous
+    /// process after a crash.
+    wait: std::time::Duration,
+}
+
+/// How often the active controller looks for topics without a watch on
+/// their znode.
+const TOPIC_WATCH_SCAN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `/config/changes` notifications the controller keeps.
+const KEPT_CONFIG_CHANGES: usize = 100;
+
+/// Attempts at the election before deferring to whoever holds `/controller`.
+const ELECTION_ATTEMPTS: usize = 10;
+
+/// How long a topic deletion waits for the brokers holding replicas to
+/// answer StopReplica; one that does not keeps the deletion pending.
+const DELETION_CONFIRMATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How often the active controller tries pending deletions again (Kafka
+/// retries them when an ineligible replica's broker comes back; a broker
+/// that stayed registered but did not answer is retried on this timer).
+const PENDING_DELETION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// This broker's advertised endpoint.
+#[derive(Debug, Clone)]
+pub struct AdvertisedEndpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Controller {
+    /// Register, elect, load every topic, start partition actors for the
+    /// partitions led here, then start the actor.
+    pub async fn start(
+        config: BrokerConfig,
+        store: Arc<dyn MetadataStore>,
+        log: LogAdmin,
+        cache: MetadataCache,
+        partitions: PartitionRuntime,
+        advertised: AdvertisedEndpoint,
+        fatal: BrokerFatal,
+    ) -> Result<Addr<Controller>, TopicError> {
+        let broker_id = config.broker_id.max(0);
+        ensure_paths(store.as_ref()).await?;
+        let cluster_id = match store.get(ClusterIdZNode::path()).await? {
+            Some((bytes, _)) => ClusterIdZNode::decode(&bytes)?,
+            None => {
+                let id = ClusterIdZNode::id_from_uuid(*uuid::Uuid::new_v4().as_bytes());
+                store
+                    .create_recursive(
+                        ClusterIdZNode::path(),
+                        ClusterIdZNode::encode(&id),
+                        CreateMode::Persistent,
+                    )
+                    .await?;
+                id
+            }
+        };
+        let registration = Registration::new(&config, &advertised);
+        let broker_epoch = registration.register(store.as_ref()).await?;
+        log::info!(
+            "broker {broker_id} registered at {} (broker epoch {broker_epoch})",
+            BrokerIdZNode::path(broker_id)
+        );
+        cache.update(|m| {
+            m.cluster_id = cluster_id.clone();
+            m.controller_id = -1;
+            m.brokers.insert(
+                broker_id,
+                BrokerEndpoint {
+                    id: broker_id,
+                    host: advertised.host.clone(),
+                    port: advertised.port,
+                    rack: config.broker_rack.clone(),
+                },
+            );
+        });
+        let fetcher_config = ReplicaFetcherConfig::from_broker(&config);
+        let shared = Shared {
+            broker_id,
+            config,
+            store,
+            log,
+            cache,
+            partitions,
+            role: Arc::new(std::sync::Mutex::new(Role {
+                active: false,
+                registering: false,
+                controller_epoch: 0,
+                epoch_zk_version: -1,
+                broker_epoch,
+            })),
+            channels: Arc::default(),
+            config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            fetchers: ReplicaFetchers::new(fetcher_config),
+            led: Arc::default(),
+            shutting_down: Arc::default(),
+        };
+        // Notifications older than start-up are in the configs read below.
+        for name in shared
+            .store
+            .children(ConfigEntityChangeNotificationZNode::PATH)
+            .await?
+        {
+            shared.note_config_change(&name);
+        }
+        shared
+            .partitions
+            .events
+            .publish(BrokerEvent::BrokerRegistered { broker_id });
+        match registration.elect(shared.store.as_ref()).await? {
+            Some((epoch, epoch_zk_version)) => {
+                log::info!(
+                    "broker {broker_id} is the controller (epoch {epoch}) of cluster {cluster_id}"
+                );
+                shared.activate(epoch, epoch_zk_version).await?;
+            }
+            None => {
+                let holder = shared.controller_holder().await?;
+                log::info!(
+                    "broker {broker_id} joined cluster {cluster_id}; broker {holder} is the controller"
+                );
+                shared.cache.update(|m| m.controller_id = holder);
+            }
+        }
+        let link = SupervisorLink::default();
+        let controller = Controller {
+            shared,
+            link: link.clone(),
+            registration,
+            watching_active: false,
+            topic_watches: Default::default(),
+            fatal: fatal.clone(),
+        };
+        Ok(supervise(
+            None,
+            ChildSpec::new("the controller", Escalation::ShutdownBroker(fatal)),
+            link,
+            move |_| controller,
+        ))
+    }
+}
+
+impl Actor for Controller {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+        self.follow_sessions(ctx);
+        self.follow_controller(ctx);
+        self.follow_children(ctx, ConfigEntityChangeNotificationZNode::PATH, |names| {
+            ConfigChanged { names }
+        });
+        if self.shared.is_active() {
+            self.follow_active(ctx);
+        }
+    }
+}
+
+/// How long a failed watch or read of a watched path waits before the next
+/// try (the store retries connection losses itself).
+const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Attempts to re-register after a session expiry while the store keeps
+/// failing (ZooKeeper unreachable), one second apart.
+const RECLAIM_ATTEMPTS: usize = 30;
+
+impl Controller {
+    /// What only the active controller watches: `/brokers/topics`,
+    /// `/admin/delete_topics` and `/brokers/ids` (once per actor life; the
+    /// handlers do nothing while this broker is not the controller).
+    fn follow_active(&mut self, ctx: &mut Context<Self>) {
+        if self.watching_active {
+            return;
+        }
+        self.watching_active = true;
+        self.follow_children(ctx, TopicsZNode::PATH, |names| TopicsChanged { names });
+        self.follow_children(
+            ctx,
+            crate::metadata::znodes::DeleteTopicsZNode::PATH,
+            |names| DeletionsRequested { names },
+        );
+        self.follow_children(ctx, BrokerIdsZNode::PATH, |_| BrokersChanged {});
+        self.follow_children(ctx, IsrChangeNotificationZNode::PATH, |names| {
+            IsrChangesNotified { names }
+        });
+        self.follow_assignments(ctx);
+        self.rebalance_leaders_periodically(ctx);
+        ctx.run_interval(PENDING_DELETION_RETRY, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let me = ctx.address();
+            actix::spawn(async move {
+                if let Ok(Err(e)) = me.send(ResumeDeletions {}).await {
+                    log::warn!("resuming topic deletions failed: {e}");
+                }
+            });
+        });
+    }
+
+    /// Kafka's auto leader rebalance task: every
+    /// `leader.imbalance.check.interval.seconds` while active.
+    fn rebalance_leaders_periodically(&mut self, ctx: &mut Context<Self>) {
+        if !self.shared.config.auto_leader_rebalance_enable {
+            return;
+        }
+        let every = std::time::Duration::from_secs(
+            self.shared.config.leader_imbalance_check_interval_seconds,
+        );
+        ctx.run_interval(every, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let me = ctx.address();
+            actix::spawn(async move {
+                if let Ok(Err(e)) = me.send(RebalanceLeaders {}).await {
+                    log::warn!("the leader rebalance failed: {e}");
+                }
+            });
+        });
+    }
+
+    /// One data watch per topic znode (Kafka's PartitionModifications
+    /// handler), for partitions added through other brokers. Checked every
+    /// few seconds against the topic list, so new topics get one and
+    /// deleted topics' loops end by themselves.
+    fn follow_assignments(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(TOPIC_WATCH_SCAN, |actor, ctx| {
+            if !actor.shared.is_active() {
+                return;
+            }
+            let names: Vec<String> = actor
+                .shared
+                .cache
+                .read(|m| m.topics.keys().cloned().collect());
+            for name in names {
+                if actor.topic_watches.insert(name.clone()) {
+                    actor.follow_topic(ctx, name);
+                }
+            }
+        });
+    }
+
+    fn follow_topic(&mut self, ctx: &mut Context<Self>, topic: String) {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        let path = TopicZNode::path(&topic);
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = store.watch(&path).await.ok();
+                    match store.get(&path).await {
+                        Ok(Some(_)) => {
+                            let change = AssignmentChanged {
+                                topic: topic.clone(),
+                            };
+                            if me.send(change).await.is_err() {
+                                return topic;
+                            }
+                        }
+                        // Deleted: the loop ends; a re-created topic gets a
+                        // new one at the next scan.
+                        Ok(None) => return topic,
+                        Err(e) => log::warn!("cannot read {path}: {e}"),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self)
+            .map(|topic, actor, _ctx| {
+                actor.topic_watches.remove(&topic);
+            }),
+        );
+    }
+
+    /// Every broker watches `/controller`: when the claim goes (the
+    /// controller died or resigned), the standbys run for it.
+    fn follow_controller(&mut self, ctx: &mut Context<Self>) {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = store.watch(ControllerZNode::PATH).await.ok();
+                    match store.get(ControllerZNode::PATH).await {
+                        Ok(None) => {
+                            if me.send(TryElect).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(Some(_)) => {}
+                        Err(e) => log::warn!("cannot read {}: {e}", ControllerZNode::PATH),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Turns the children of `path` into a typed message to this actor,
+    /// now and after every change: watch first, then read, so no change
+    /// between the two is missed. A watch dropped by a session expiry
+    /// re-arms and re-reads the same way.
+    fn follow_children<M>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        path: &'static str,
+        message: fn(Vec<String>) -> M,
+    ) where
+        M: Message<Result = Result<(), TopicError>> + Send + 'static,
+        Self: Handler<M>,
+    {
+        let store = self.shared.store.clone();
+        let me = ctx.address();
+        ctx.spawn(
+            async move {
+                loop {
+                    let fired = match store.watch(path).await {
+                        Ok(fired) => Some(fired),
+                        Err(e) => {
+                            log::warn!("cannot watch {path}: {e}");
+                            None
+                        }
+                    };
+                    match store.children(path).await {
+                        Ok(children) => match me.send(message(children)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => log::error!("handling a change of {path}: {e}"),
+                            // The controller stopped.
+                            Err(_) => return,
+                        },
+                        Err(e) => log::warn!("cannot read {path}: {e}"),
+                    }
+                    match fired {
+                        Some(fired) => {
+                            let _ = fired.await;
+                        }
+                        None => tokio::time::sleep(WATCH_RETRY).await,
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// When the metadata store's session is replaced (a ZooKeeper session
+    /// expiry), the registration and the `/controller` claim went with the
+    /// old one: claim both again, with a new controller epoch. Losing the
+    /// broker id to another live broker meanwhile ends this broker.
+    fn follow_sessions(&mut self, ctx: &mut Context<Self>) {
+        let store = self.shared.store.clone();
+        let mut sessions = store.sessions();
+        sessions.borrow_and_update();
+        let registration = self.registration.clone();
+        let role = self.shared.role.clone();
+        ctx.spawn(
+            async move {
+                sessions.changed().await.ok()?;
+                // The controller claim went with the old session: step
+                // down before anything else, so a newer controller's
+                // requests are taken rather than refused.
+                {
+                    let mut role = role.lock().unwrap_or_else(|p| p.into_inner());
+                    role.active = false;
+                    role.registering = true;
+                }
+                log::warn!(
+                    "new metadata store session: registering broker {} again",
+                    registration.broker_id
+                );
+                let mut outcome = registration.register(store.as_ref()).await;
+                for _ in 1..RECLAIM_ATTEMPTS {
+                    match outcome {
+                        Err(TopicError::Store(ref e)) => {
+                            log::warn!("cannot register again yet: {e}");
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                            outcome = registration.register(store.as_ref()).await;
+                        }
+                        _ => break,
+                    }
+                }
+                Some(outcome)
+            }
+            .into_actor(self)
+            .map(|outcome, actor, ctx| match outcome {
+                // The store is gone: the broker is shutting down.
+                None => {}
+                Some(Ok(broker_epoch)) => {
+                    log::info!(
+                        "broker {} registered again (broker epoch {broker_epoch})",
+                        actor.registration.broker_id
+                    );
+                    // The controller claim went with the old session too:
+                    // resign and run again (a standby may win).
+                    actor.shared.set_role(|r| {
+                        r.registering = false;
+                        r.broker_epoch = broker_epoch;
+                    });
+                    ctx.address().do_send(TryElect);
+                    actor.follow_sessions(ctx);
+                }
+                Some(Err(e)) => {
+                    log::error!("cannot register again after a session expiry: {e}");
+                    actor
+                        .fatal
+                        .raise(format!("lost the broker registration: {e}"));
+                }
+            }),
+        );
+    }
+}
+
+impl actix::Supervised for Controller {
+    fn restarting(&mut self, ctx: &mut Context<Self>) {
+        if let Some(cause) = self.link.escalated() {
+            log::error!("the controller keeps failing ({cause}); the broker shuts down");
+            return;
+        }
+        // The watches died with the old context; `started` sets them again.
+        self.watching_active = false;
+        self.topic_watches.clear();
+        // Everything the controller knows lives in the metadata store; take
+        // it from there again and start any partition actor that is missing.
+        log::warn!("the controller restarts and reloads the topics from the metadata store");
+        let shared = self.shared.clone();
+        ctx.wait(
+            async move { shared.load_topics().await }
+                .into_actor(self)
+                .map(|result, _actor, _ctx| {
+                    if let Err(e) = result {
+                        log::error!("the restarted controller could not reload the topics: {e}");
+                    }
+                }),
+        );
+    }
+}
+
+/// Declares a controller request; requests run one at a time, in order.
+macro_rules! controller_request {
+    ($(#[$doc:meta])* $name:ident { $($(#[$field_doc:meta])* $field:ident : $ty:ty),* $(,)? } -> $out:ty, $method:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name { $($(#[$field_doc])* pub $field: $ty),* }
+
+        impl Message for $name {
+            type Result = Result<$out, TopicError>;
+        }
+
+        impl Handler<$name> for Controller {
+            type Result = AtomicResponse<Self, Result<$out, TopicError>>;
+
+            fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
+                fail::fail_point!(concat!("controller.", stringify!($name)));
+                let shared = self.shared.clone();
+                AtomicResponse::new(Box::pin(async move { shared.$method(msg).await }.into_actor(self)))
+            }
+        }
+    };
+}
+
+controller_request!(
+    /// Go on with the topic deletions that wait for a replica.
+    ResumeDeletions {} -> (),
+    resume_deletions
+);
+
+controller_request!(
+    /// Create a topic. `num_partitions`/`replication_factor` of -1 take the
+    /// broker defaults; explicit `assignments` replace both.
+    CreateTopic {
+        name: String,
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: BTreeMap<i32, Vec<i32>>,
+        configs: Vec<(String, String)>,
+        validate_only: bool,
+    } -> TopicMetadata, create_topic
+);
+
+controller_request!(
+    /// Raise a topic's partition count to `count`.
+    CreatePartitions {
+        name: String,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    } -> (), create_partitions
+);
+
+controller_request!(
+    /// Replace a topic's config overrides with `configs`.
+    AlterTopicConfigs {
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    } -> (), alter_configs
+);
+
+controller_request!(
+    /// The children of `/brokers/topics`, read after a change.
+    TopicsChanged {
+        names: Vec<String>,
+    } -> (), topics_changed
+);
+
+controller_request!(
+    /// The children of `/admin/delete_topics`, read after a change.
+    DeletionsRequested {
+        names: Vec<String>,
+    } -> (), deletions_requested
+);
+
+controller_request!(
+    /// The children of `/isr_change_notification`, read after a change.
+    IsrChangesNotified {
+        names: Vec<String>,
+    } -> (), isr_changes_notified
+);
+
+/// Delete a topic and its data.
+#[derive(Debug)]
+pub struct DeleteTopic {
+    pub name: String,
+}
+
+impl Message for DeleteTopic {
+    type Result = Result<(), TopicError>;
+}
+
+impl Handler<DeleteTopic> for Controller {
+    type Result = AtomicResponse<Self, Result<(), TopicError>>;
+
+    fn handle(&mut self, msg: DeleteTopic, _ctx: &mut Context<Self>) -> Self::Result {
+        let shared = self.shared.clone();
+        AtomicResponse::new(Box::pin(
+            async move { shared.delete_topic(msg.name).await }.into_actor(self),
+        ))
+    }
+}
+
+/// Stop every partition actor (broker shutdown).
+#[derive(Debug)]
+pub struct StopPartitions;
+
+impl Message for StopPartitions {
+    type Result = ();
+}
+
+impl Handler<StopPartitions> for Controller {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopPartitions, _ctx: &mut Context<Self>) {
+        self.shared.fetchers.stop_all();
+        let registry = &self.shared.partitions.registry;
+        let all: HashMap<TopicPartition, _> = registry.all().into_iter().collect();
+        for (tp, _) in all {
+            self.shared.stop_leading(&tp);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// The cluster: election, membership, and what the controller tells the
+// other brokers (LeaderAndIsr, UpdateMetadata, StopReplica), and how a
+// broker applies what it is told.
+// ---------------------------------------------------------------------
+
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_protocol::messages::leader_and_isr_response::{
+    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
+};
+use kafka_protocol::messages::stop_replica_request::{
+    StopReplicaPartitionState, StopReplicaTopicState,
+};
+use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
+use kafka_protocol::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
+    UpdateMetadataTopicState,
+};
+use kafka_protocol::messages::{
+    BrokerId, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::controller_channel::{ChannelHandle, ControlRequest, ControllerChannel, Deliver};
+use crate::metadata::znodes::{
+    BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
+    IsrChangeNotificationZNode,
+};
+
+/// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
+/// partition being deleted.
+const LEADER_DURING_DELETE: i32 = -2;
+
+/// The first PLAINTEXT endpoint of a registration, as `(host, port)`.
+fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
+    info.endpoints.iter().find_map(|endpoint| {
+        let rest = endpoint.strip_prefix("PLAINTEXT://")?;
+        let (host, port) = rest.rsplit_once(':')?;
+        Some((
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port.parse().ok()?,
+        ))
+    })
+}
+
+controller_request!(
+    /// `/brokers/topics/<topic>` changed.
+    AssignmentChanged {
+        topic: String,
+    } -> (), assignment_changed
+);
+
+controller_request!(
+    /// The children of `/config/changes`, read after a change.
+    ConfigChanged {
+        names: Vec<String>,
+    } -> (), config_changed
+);
+
+controller_request!(
+    /// The children of `/brokers/ids`, read after a change.
+    /// (The handler reads the registrations again, with their epochs.)
+    BrokersChanged {} -> (), brokers_changed
+);
+
+/// A LeaderAndIsr request from the controller (this broker's or another's).
+#[derive(Debug)]
+pub struct ApplyLeaderAndIsr(pub LeaderAndIsrRequest);
+
+impl Message for ApplyLeaderAndIsr {
+    type Result = Result<LeaderAndIsrResponse, TopicError>;
+}
+
+/// An UpdateMetadata request from the controller.
+#[derive(Debug)]
+pub struct ApplyUpdateMetadata(pub UpdateMetadataRequest);
+
+impl Message for ApplyUpdateMetadata {
+    type Result = Result<UpdateMetadataResponse, TopicError>;
+}
+
+/// A StopReplica request from the controller.
+#[derive(Debug)]
+pub struct ApplyStopReplica(pub StopReplicaRequest);
+
+impl Message for ApplyStopReplica {
+    type Result = Result<StopReplicaResponse, TopicError>;
+}
+
+macro_rules! control_handler {
+    ($message:ident -> $response:ty, $method:ident) => {
+        impl Handler<$message> for Controller {
+            type Result = AtomicResponse<Self, Result<$response, TopicError>>;
+
+            fn handle(&mut self, msg: $message, _ctx: &mut Context<Self>) -> Self::Result {
+                let shared = self.shared.clone();
+                AtomicResponse::new(Box::pin(
+                    async move { shared.$method(msg).await }.into_actor(self),
+                ))
+            }
+        }
+    };
+}
+
+control_handler!(ApplyLeaderAndIsr -> LeaderAndIsrResponse, apply_leader_and_isr);
+control_handler!(ApplyUpdateMetadata -> UpdateMetadataResponse, apply_update_metadata);
+control_handler!(ApplyStopReplica -> StopReplicaResponse, apply_stop_replica);
+
+/// Standby: the `/controller` claim went away; run for controller.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+struct TryElect;
+
+impl Handler<TryElect> for Controller {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _msg: TryElect, _ctx: &mut Context<Self>) -> Self::Result {
+        let shared = self.shared.clone();
+        let registration = self.registration.clone();
+        AtomicResponse::new(Box::pin(
+            async move { shared.try_elect(registration).await }
+                .into_actor(self)
+                .map(|result, actor, ctx| match result {
+                    Ok(true) => actor.follow_active(ctx),
+                    Ok(false) => {}
+                    Err(e) => log::error!("the controller election failed: {e}"),
+                }),
+        ))
+    }
+}
+
+mod brokers;
+mod configs;
+mod elections;
+mod leadership;
+mod registration;
+mod replica_manager;
+mod requests;
+mod topics;
+
+pub use leadership::{ControlledShutdown, ElectLeaders, ElectionType, RebalanceLeaders};
+use topics::{find_or_create_log, partition_metadata};

@@ -1,0 +1,265 @@
+//! What the active controller sends the other brokers (Kafka's
+//! ControllerBrokerRequestBatch): LeaderAndIsr, UpdateMetadata and
+//! StopReplica built from the topics that changed, delivered in order
+//! through each broker's channel.
+
+use super::*;
+
+impl Shared {
+    /// Sends `requests` to `broker` in order (queued now, answered later;
+    /// failures are logged: the broker re-learns everything when it comes
+    /// back or a new controller is elected).
+    pub(super) fn deliver(&self, broker: i32, requests: Vec<ControlRequest>) {
+        let Some(channel) = self.channel(broker) else {
+            return;
+        };
+        // Each `send` is queued at once, so per-broker order holds.
+        let answers: Vec<_> = requests
+            .into_iter()
+            .map(|request| channel.send(Deliver(request)))
+            .collect();
+        actix::spawn(async move {
+            for answer in answers {
+                match answer.await {
+                    Ok(Ok(answer)) if answer.error_code == 0 => {}
+                    Ok(Ok(answer)) => {
+                        log::warn!(
+                            "broker {broker} refused a control request: error {}",
+                            answer.error_code
+                        )
+                    }
+                    Ok(Err(e)) => log::warn!("{e}"),
+                    Err(_) => {}
+                }
+            }
+        });
+    }
+
+    /// LeaderAndIsr for the partitions of `topics` that `broker` holds a
+    /// replica of, then UpdateMetadata with all of `topics`.
+    pub(super) fn send_topics_to(&self, broker: i32, topics: &[TopicMetadata]) {
+        let mut requests = Vec::new();
+        if let Some(request) = self.leader_and_isr_request(broker, topics) {
+            requests.push(ControlRequest::LeaderAndIsr(request));
+        }
+        requests.push(ControlRequest::UpdateMetadata(
+            self.update_metadata_request(broker, topics),
+        ));
+        self.deliver(broker, requests);
+    }
+
+    /// Tells every other broker about `topics` (after a creation, a new
+    /// partition, a leader change).
+    pub(super) fn propagate(&self, topics: &[TopicMetadata]) {
+        if !self.is_active() {
+            return;
+        }
+        for broker in self.remote_brokers() {
+            self.send_topics_to(broker, topics);
+        }
+    }
+
+    pub(super) fn leader_and_isr_request(
+        &self,
+        broker: i32,
+        topics: &[TopicMetadata],
+    ) -> Option<LeaderAndIsrRequest> {
+        let epoch = self.controller_epoch();
+        let mut leaders = std::collections::BTreeSet::new();
+        let topic_states: Vec<LeaderAndIsrTopicState> = topics
+            .iter()
+            .filter_map(|topic| {
+                let partitions: Vec<LeaderAndIsrPartitionState> = topic
+                    .partitions
+                    .iter()
+                    .filter(|(_, p)| p.replicas.contains(&broker))
+                    .map(|(&index, p)| {
+                        leaders.insert(p.leader);
+                        LeaderAndIsrPartitionState::default()
+                            .with_partition_index(index)
+                            .with_controller_epoch(epoch)
+                            .with_leader(BrokerId(p.leader))
+                            .with_leader_epoch(p.leader_epoch)
+                            .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                            .with_partition_epoch(p.zk_version)
+                            .with_replicas(p.replicas.iter().map(|&b| BrokerId(b)).collect())
+                    })
+                    .collect();
+                (!partitions.is_empty()).then(|| {
+                    LeaderAndIsrTopicState::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                        .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
+                        .with_partition_states(partitions)
+                })
+            })
+            .collect();
+        if topic_states.is_empty() {
+            return None;
+        }
+        let live_leaders = self.cache.read(|m| {
+            leaders
+                .iter()
+                .filter_map(|id| m.brokers.get(id))
+                .map(|b| {
+                    LeaderAndIsrLiveLeader::default()
+                        .with_broker_id(BrokerId(b.id))
+                        .with_host_name(StrBytes::from_string(b.host.clone()))
+                        .with_port(b.port as i32)
+                })
+                .collect()
+        });
+        Some(
+            LeaderAndIsrRequest::default()
+                .with_controller_id(BrokerId(self.broker_id))
+                .with_controller_epoch(epoch)
+                .with_broker_epoch(self.broker_epoch_of(broker))
+                .with_topic_states(topic_states)
+                .with_live_leaders(live_leaders),
+        )
+    }
+
+    pub(super) fn update_metadata_request(
+        &self,
+        broker: i32,
+        topics: &[TopicMetadata],
+    ) -> UpdateMetadataRequest {
+        let epoch = self.controller_epoch();
+        let live_brokers = self.cache.read(|m| {
+            m.brokers
+                .values()
+                .map(|b| {
+                    UpdateMetadataBroker::default()
+                        .with_id(BrokerId(b.id))
+                        .with_endpoints(vec![UpdateMetadataEndpoint::default()
+                            .with_host(StrBytes::from_string(b.host.clone()))
+                            .with_port(b.port as i32)
+                            .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                            .with_security_protocol(0)])
+                        .with_rack(b.rack.clone().map(StrBytes::from_string))
+                })
+                .collect()
+        });
+        let topic_states = topics
+            .iter()
+            .map(|topic| {
+                UpdateMetadataTopicState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                    .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
+                    .with_partition_states(
+                        topic
+                            .partitions
+                            .iter()
+                            .map(|(&index, p)| {
+                                UpdateMetadataPartitionState::default()
+                                    .with_partition_index(index)
+                                    .with_controller_epoch(epoch)
+                                    .with_leader(BrokerId(p.leader))
+                                    .with_leader_epoch(p.leader_epoch)
+                                    .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
+                                    .with_zk_version(p.zk_version)
+                                    .with_replicas(
+                                        p.replicas.iter().map(|&b| BrokerId(b)).collect(),
+                                    )
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(self.broker_id))
+            .with_controller_epoch(epoch)
+            .with_broker_epoch(self.broker_epoch_of(broker))
+            .with_topic_states(topic_states)
+            .with_live_brokers(live_brokers)
+    }
+
+    /// StopReplica for `topics`, stamped for `broker`.
+    pub(super) fn stop_replica_request(
+        &self,
+        broker: i32,
+        topics: Vec<StopReplicaTopicState>,
+    ) -> StopReplicaRequest {
+        StopReplicaRequest::default()
+            .with_controller_id(BrokerId(self.broker_id))
+            .with_controller_epoch(self.controller_epoch())
+            .with_broker_epoch(self.broker_epoch_of(broker))
+            .with_topic_states(topics)
+    }
+
+    /// Tells the other brokers a topic is gone: StopReplica (deleting the
+    /// logs) to the live brokers holding its replicas, then UpdateMetadata
+    /// marking its partitions. Answers the brokers whose replicas are
+    /// deleted (they answered StopReplica without an error), as Kafka's
+    /// TopicDeletionManager waits for them; a broker that does not answer
+    /// in time stays pending.
+    pub(super) async fn propagate_deletion(
+        &self,
+        topic: &TopicMetadata,
+    ) -> std::collections::BTreeSet<i32> {
+        let mut confirmations = Vec::new();
+        if !self.is_active() {
+            return std::collections::BTreeSet::new();
+        }
+        let mut deleted = topic.clone();
+        for p in deleted.partitions.values_mut() {
+            p.leader = LEADER_DURING_DELETE;
+        }
+        for broker in self.remote_brokers() {
+            let held: Vec<StopReplicaPartitionState> = topic
+                .partitions
+                .iter()
+                .filter(|(_, p)| p.replicas.contains(&broker))
+                .map(|(&index, p)| {
+                    StopReplicaPartitionState::default()
+                        .with_partition_index(index)
+                        .with_leader_epoch(p.leader_epoch)
+                        .with_delete_partition(true)
+                })
+                .collect();
+            if let (false, Some(channel)) = (held.is_empty(), self.channel(broker)) {
+                let request = ControlRequest::StopReplica(self.stop_replica_request(
+                    broker,
+                    vec![StopReplicaTopicState::default()
+                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                        .with_partition_states(held)],
+                ));
+                confirmations.push(async move { (broker, channel.send(Deliver(request)).await) });
+            }
+            self.deliver(
+                broker,
+                vec![ControlRequest::UpdateMetadata(
+                    self.update_metadata_request(broker, std::slice::from_ref(&deleted)),
+                )],
+            );
+        }
+        let answers = tokio::time::timeout(
+            DELETION_CONFIRMATION_TIMEOUT,
+            futures_util::future::join_all(confirmations),
+        )
+        .await
+        .unwrap_or_default();
+        answers
+            .into_iter()
+            .filter_map(|(broker, answer)| match answer {
+                Ok(Ok(answer)) if answer.error_code == 0 && answer.partition_errors == 0 => {
+                    Some(broker)
+                }
+                Ok(Ok(answer)) => {
+                    log::warn!(
+                        "broker {broker} did not delete topic {}'s replicas (error {}, {} \
+                         partition error(s))",
+                        topic.name,
+                        answer.error_code,
+                        answer.partition_errors
+                    );
+                    None
+                }
+                Ok(Err(e)) => {
+                    log::warn!("deleting topic {}'s replicas: {e}", topic.name);
+                    None
+                }
+                Err(_) => None,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,248 @@
+//! Offsets, state and admin requests: ListOffsets' view, DeleteRecords,
+//! config changes and stopping.
+
+use super::*;
+
+/// The partition's offsets now.
+#[derive(Debug)]
+pub struct GetState;
+
+impl Message for GetState {
+    type Result = PartitionState;
+}
+
+impl Handler<GetState> for PartitionActor {
+    type Result = ResponseActFuture<Self, PartitionState>;
+
+    fn handle(&mut self, _msg: GetState, ctx: &mut Context<Self>) -> Self::Result {
+        if self.offline.is_some() {
+            return Box::pin(fut::ready(self.state));
+        }
+        // The log start may have moved in the shard (retention); ask it, in
+        // order with this partition's other requests.
+        let offsets = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        Box::pin(offsets.into_actor(self).map(|offsets, actor, _ctx| {
+            if let Ok(offsets) = offsets {
+                actor.note_log_start(offsets.log_start_offset);
+            }
+            actor.state
+        }))
+    }
+}
+
+/// The offsets ListOffsets answers from, as leader only: checked against
+/// the client's `current_leader_epoch` (-1: unchecked). A consumer's
+/// (`for_replica` false) is refused OFFSET_NOT_AVAILABLE while a new
+/// leader's high watermark is below the start of its epoch (KIP-207): it
+/// would answer an offset older than what it may have acknowledged.
+#[derive(Debug)]
+pub struct LeaderOffsets {
+    pub current_leader_epoch: i32,
+    pub for_replica: bool,
+}
+
+impl Message for LeaderOffsets {
+    type Result = Result<PartitionState, LogActorError>;
+}
+
+impl Handler<LeaderOffsets> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<PartitionState, LogActorError>>;
+
+    fn handle(&mut self, msg: LeaderOffsets, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let offsets = self.dispatch(
+            GetLogOffsets {
+                tp: self.tp.clone(),
+            },
+            ctx,
+        );
+        let for_replica = msg.for_replica;
+        Box::pin(offsets.into_actor(self).map(move |offsets, actor, _ctx| {
+            actor.observe(&offsets);
+            actor.note_log_start(offsets?.log_start_offset);
+            if let Role::Leader(leader) = &actor.role {
+                if !for_replica && leader.epoch_start_offset > actor.state.high_watermark {
+                    return Err(ReplicationError::OffsetNotAvailable {
+                        high_watermark: actor.state.high_watermark,
+                        epoch_start_offset: leader.epoch_start_offset,
+                    }
+                    .into());
+                }
+            }
+            Ok(actor.state)
+        }))
+    }
+}
+
+/// Whether this replica leads, and its ISR (tests, admin).
+#[derive(Debug)]
+pub struct GetReplicaState;
+
+/// A replica's role as its partition actor sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaState {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    /// As leader, the ISR in force; as follower, empty.
+    pub isr: Vec<i32>,
+    pub offsets: PartitionState,
+}
+
+impl Message for GetReplicaState {
+    type Result = ReplicaState;
+}
+
+impl Handler<GetReplicaState> for PartitionActor {
+    type Result = MessageResult<GetReplicaState>;
+
+    fn handle(&mut self, _msg: GetReplicaState, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(match &self.role {
+            Role::Leader(leader) => ReplicaState {
+                leader: self.replica.broker_id,
+                leader_epoch: leader.leader_epoch,
+                isr: leader.isr.iter().copied().collect(),
+                offsets: self.state,
+            },
+            Role::Follower {
+                leader,
+                leader_epoch,
+            } => ReplicaState {
+                leader: *leader,
+                leader_epoch: *leader_epoch,
+                isr: Vec::new(),
+                offsets: self.state,
+            },
+        })
+    }
+}
+
+/// First offset with a timestamp at or after `timestamp` (ListOffsets).
+#[derive(Debug)]
+pub struct OffsetForTimestamp {
+    pub timestamp: i64,
+}
+
+impl Message for OffsetForTimestamp {
+    type Result = Result<Option<(i64, i64)>, LogActorError>;
+}
+
+impl Handler<OffsetForTimestamp> for PartitionActor {
+    type Result = ResponseFuture<Result<Option<(i64, i64)>, LogActorError>>;
+
+    fn handle(&mut self, msg: OffsetForTimestamp, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(-1) {
+            return Box::pin(async move { Err(e) });
+        }
+        let high_watermark = self.state.high_watermark;
+        let shard = self.shard.clone();
+        let lookup = log_actor::OffsetForTimestamp {
+            tp: self.tp.clone(),
+            timestamp: msg.timestamp,
+        };
+        Box::pin(async move {
+            let found = shard.send(lookup).await?;
+            Ok(found.filter(|(offset, _)| *offset < high_watermark))
+        })
+    }
+}
+
+/// Raise the log start offset (DeleteRecords); -1 means the high watermark.
+#[derive(Debug)]
+pub struct DeleteRecordsBefore {
+    pub offset: i64,
+}
+
+impl Message for DeleteRecordsBefore {
+    type Result = Result<i64, LogActorError>;
+}
+
+impl Handler<DeleteRecordsBefore> for PartitionActor {
+    type Result = ResponseActFuture<Self, Result<i64, LogActorError>>;
+
+    fn handle(&mut self, msg: DeleteRecordsBefore, _ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.check_leader(-1) {
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let offset = if msg.offset == -1 {
+            self.state.high_watermark
+        } else {
+            msg.offset
+        };
+        let high_watermark = self.state.high_watermark;
+        let tp = self.tp.clone();
+        let shard = self.shard.clone();
+        Box::pin(
+            async move {
+                if offset > high_watermark || offset < 0 {
+                    return Err(LogActorError::Log(
+                        crate::storage::LogError::OffsetOutOfRange {
+                            offset,
+                            log_start_offset: 0,
+                            log_end_offset: high_watermark,
+                        },
+                    ));
+                }
+                shard
+                    .send(log_actor::DeleteRecordsBefore { tp, offset })
+                    .await
+            }
+            .into_actor(self)
+            .map(|result, actor, _ctx| {
+                let start = result?;
+                actor.state.log_start_offset = actor.state.log_start_offset.max(start);
+                Ok(actor.state.log_start_offset)
+            }),
+        )
+    }
+}
+
+/// A topic config change reached this partition.
+#[derive(Debug)]
+pub struct UpdateConfig {
+    pub config: LogConfig,
+}
+
+impl Message for UpdateConfig {
+    type Result = Result<(), LogActorError>;
+}
+
+impl Handler<UpdateConfig> for PartitionActor {
+    type Result = ResponseFuture<Result<(), LogActorError>>;
+
+    fn handle(&mut self, msg: UpdateConfig, _ctx: &mut Context<Self>) -> Self::Result {
+        let shard = self.shard.clone();
+        let update = log_actor::UpdateLogConfig {
+            tp: self.tp.clone(),
+            config: msg.config,
+        };
+        Box::pin(async move { shard.send(update).await })
+    }
+}
+
+/// Stop serving (topic deletion, shutdown, or the replica moved away).
+#[derive(Debug)]
+pub struct StopPartition;
+
+impl Message for StopPartition {
+    type Result = ();
+}
+
+impl Handler<StopPartition> for PartitionActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopPartition, ctx: &mut Context<Self>) {
+        self.fail_purgatory();
+        // The checkpoint written at shutdown should hold the latest.
+        self.report_high_watermark();
+        self.offline = Some("the partition was stopped".into());
+        self.link.stop();
+        ctx.stop();
+    }
+}

@@ -1,0 +1,10 @@
+//! The controller's decisions as plain Rust, with no actor and no store
+//! (Kafka's `kafka.controller` package without its event thread): the
+//! actor in `actors/controller/` reads state, asks these functions what
+//! changes, and writes and sends the answers.
+//!
+//! - `election`: Kafka's partition leader election algorithms (offline,
+//!   unclean, preferred, controlled shutdown), a new partition's first
+//!   state, and the partitions the automatic rebalance moves back.
+
+pub mod election;
