@@ -3,7 +3,7 @@
 # Installs what the tests need when it is missing (a C toolchain and make for
 # librdkafka, which the rdkafka crate builds from source; kcat; the Python
 # clients kafka-python and confluent-kafka; Node.js and KafkaJS; ZooKeeper and
-# Java), then:
+# Java; iproute2 for the network-partition tests), then:
 # format check, clippy, and the whole cargo test suite (unit, integration with real clients and real
 # broker processes, SIGKILL crash tests, decoder fuzzing), then the
 # fault-injection suite built with `--features failpoints`.
@@ -19,6 +19,8 @@ command -v python3 >/dev/null || apt_missing+=(python3 python3-pip)
 # A real ZooKeeper server for the cluster tests (Debian's package, on Java).
 [ -f /usr/share/java/zookeeper.jar ] || apt_missing+=(zookeeper)
 command -v java >/dev/null || apt_missing+=(default-jre-headless)
+# Network namespaces, veth pairs and tc for the network-partition tests.
+{ command -v ip >/dev/null && command -v tc >/dev/null; } || apt_missing+=(iproute2)
 command -v node >/dev/null || apt_missing+=(nodejs)
 command -v npm >/dev/null || apt_missing+=(npm)
 if [ ${#apt_missing[@]} -gt 0 ]; then
