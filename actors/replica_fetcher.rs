@@ -405,6 +405,7 @@ async fn truncate(
         TruncateReplica {
             offset: cut,
             start_over: false,
+            leader_epoch,
         },
     )
     .await?;
@@ -505,6 +506,7 @@ async fn out_of_range(
             TruncateReplica {
                 offset: leader_end,
                 start_over: false,
+                leader_epoch,
             },
         )
         .await?;
@@ -517,6 +519,7 @@ async fn out_of_range(
             TruncateReplica {
                 offset: leader_start,
                 start_over: true,
+                leader_epoch,
             },
         )
         .await?;

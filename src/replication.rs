@@ -144,6 +144,11 @@ impl LeaderState {
         self.followers.get(&id)
     }
 
+    /// The partition's replicas, the leader included.
+    pub fn replica_count(&self) -> usize {
+        self.followers.len() + 1
+    }
+
     pub fn is_replica(&self, id: i32) -> bool {
         self.followers.contains_key(&id)
     }

@@ -13,6 +13,7 @@ use ferrolog::actors::log::{
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
     PartitionAssignment, PartitionHandle, ReplicaContext, ReplicaFetch, Restart, StopPartition,
+    TruncateReplica,
 };
 use ferrolog::clock::SystemClock;
 use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
@@ -809,9 +810,47 @@ fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
     });
 }
 
-/// ListOffsets' view of a leader (issue 20): a consumer is answered
-/// OFFSET_NOT_AVAILABLE while a new leader's high watermark is below the
-/// start of its epoch (KIP-207), a replica gets the log end; an old
+/// Issue 20: a follower's truncation names the leader epoch its fetcher
+/// decided it in; one decided under an older assignment is refused
+/// (FENCED_LEADER_EPOCH) and the log is left as it is.
+#[test]
+fn a_truncation_from_an_older_leader_epoch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let follower = new_partition(
+            &log,
+            "cut",
+            PartitionAssignment {
+                leader: 1,
+                leader_epoch: 3,
+                isr: vec![0, 1],
+                replicas: vec![0, 1],
+                zk_version: 0,
+                controller_epoch: 1,
+            },
+        )
+        .await;
+        let truncate = |leader_epoch| TruncateReplica {
+            offset: 0,
+            start_over: false,
+            leader_epoch,
+        };
+        match follower.addr.send(truncate(2)).await.unwrap() {
+            Err(LogActorError::Replication(ReplicationError::FencedLeaderEpoch {
+                requested: 2,
+                current: 3,
+            })) => {}
+            other => panic!("expected FENCED_LEADER_EPOCH, got {other:?}"),
+        }
+        follower.addr.send(truncate(3)).await.unwrap().unwrap();
+    });
+}
+
+/// ListOffsets' view of a leader (issue 20): a consumer asking the latest
+/// offset is answered OFFSET_NOT_AVAILABLE while a new leader's high
+/// watermark is below the start of its epoch (KIP-207), a replica gets the
+/// log end; an old
 /// `current_leader_epoch` is FENCED_LEADER_EPOCH; once the follower has
 /// caught up, the consumer gets the high watermark.
 #[test]
@@ -843,9 +882,9 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
             .await
             .unwrap()
             .unwrap();
-        let offsets = |current_leader_epoch, for_replica| LeaderOffsets {
+        let offsets = |current_leader_epoch, for_replica: bool| LeaderOffsets {
             current_leader_epoch,
-            for_replica,
+            consumer_latest: !for_replica,
         };
         match leader.addr.send(offsets(2, false)).await.unwrap() {
             Err(LogActorError::Replication(ReplicationError::OffsetNotAvailable {

@@ -28,11 +28,10 @@ impl Shared {
         )?;
         if let Elected::Unclean(next) = &elected {
             log::warn!(
-                "partition {tp}: unclean election of broker {}, not in the ISR {:?}: records its \
-                 old leader {} acknowledged may be lost",
+                "partition {tp}: unclean election of broker {}, not in the ISR {:?}: records \
+                 that ISR acknowledged may be lost",
                 next.leader,
                 state.isr,
-                state.leader
             );
         }
         Some(elected.into_state())

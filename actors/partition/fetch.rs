@@ -168,9 +168,17 @@ impl Handler<ReplicaFetch> for PartitionActor {
                     self.tp,
                     msg.replica_id
                 );
-                return Box::pin(fut::ready(
-                    Err(ReplicationError::NotLeaderOrFollower.into()),
-                ));
+                // Kafka: with an epoch the pair (replica, epoch) is not
+                // known yet (a reassignment in flight), and it retries.
+                let refusal = if msg.current_leader_epoch >= 0 {
+                    ReplicationError::UnknownLeaderEpoch {
+                        requested: msg.current_leader_epoch,
+                        current: leader.leader_epoch,
+                    }
+                } else {
+                    ReplicationError::NotLeaderOrFollower
+                };
+                return Box::pin(fut::ready(Err(refusal.into())));
             }
         }
         let log_end_offset = self.state.log_end_offset;

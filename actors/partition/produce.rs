@@ -36,14 +36,20 @@ impl Handler<AppendRecords> for PartitionActor {
         if let Err(e) = self.check_leader(-1) {
             return Box::pin(fut::ready(Err(e)));
         }
+        let mut acks = msg.acks;
         if let (
             Acks::All {
                 min_insync_replicas,
                 ..
             },
             Role::Leader(leader),
-        ) = (msg.acks, &self.role)
+        ) = (&mut acks, &self.role)
         {
+            // Kafka 3.9's effective minimum: never more than the replicas
+            // there are, or a topic with RF below min.insync.replicas could
+            // never take an acks=all write.
+            *min_insync_replicas = (*min_insync_replicas).min(leader.replica_count());
+            let min_insync_replicas = *min_insync_replicas;
             if leader.isr.len() < min_insync_replicas {
                 return Box::pin(fut::ready(Err(ReplicationError::NotEnoughReplicas {
                     isr: leader.isr.len(),
@@ -55,7 +61,6 @@ impl Handler<AppendRecords> for PartitionActor {
         fail::fail_point!(&format!("partition.append.{}", self.tp));
         self.ensure_log_online(ctx);
         let bytes = msg.records.len() as u64;
-        let acks = msg.acks;
         let term_at_append = self.leadership_term;
         let append = self.dispatch(
             log_actor::AppendDeferringFlush {

@@ -36,14 +36,15 @@ impl Handler<GetState> for PartitionActor {
 }
 
 /// The offsets ListOffsets answers from, as leader only: checked against
-/// the client's `current_leader_epoch` (-1: unchecked). A consumer's
-/// (`for_replica` false) is refused OFFSET_NOT_AVAILABLE while a new
+/// the client's `current_leader_epoch` (-1: unchecked). A consumer's latest
+/// offset (`consumer_latest`) is refused OFFSET_NOT_AVAILABLE while a new
 /// leader's high watermark is below the start of its epoch (KIP-207): it
-/// would answer an offset older than what it may have acknowledged.
+/// would answer an offset older than what it may have acknowledged. The
+/// earliest offset, and a replica's latest, are always answered.
 #[derive(Debug)]
 pub struct LeaderOffsets {
     pub current_leader_epoch: i32,
-    pub for_replica: bool,
+    pub consumer_latest: bool,
 }
 
 impl Message for LeaderOffsets {
@@ -63,12 +64,12 @@ impl Handler<LeaderOffsets> for PartitionActor {
             },
             ctx,
         );
-        let for_replica = msg.for_replica;
+        let consumer_latest = msg.consumer_latest;
         Box::pin(offsets.into_actor(self).map(move |offsets, actor, _ctx| {
             actor.observe(&offsets);
             actor.note_log_start(offsets?.log_start_offset);
             if let Role::Leader(leader) = &actor.role {
-                if !for_replica && leader.epoch_start_offset > actor.state.high_watermark {
+                if consumer_latest && leader.epoch_start_offset > actor.state.high_watermark {
                     return Err(ReplicationError::OffsetNotAvailable {
                         high_watermark: actor.state.high_watermark,
                         epoch_start_offset: leader.epoch_start_offset,

@@ -97,6 +97,10 @@ impl Handler<AppendAsFollower> for PartitionActor {
 pub struct TruncateReplica {
     pub offset: i64,
     pub start_over: bool,
+    /// The leader epoch the fetcher decided the cut in: refused unless this
+    /// replica still follows in it (a newer assignment may have come in
+    /// while the fetcher asked the leader).
+    pub leader_epoch: i32,
 }
 
 impl Message for TruncateReplica {
@@ -107,10 +111,22 @@ impl Handler<TruncateReplica> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
 
     fn handle(&mut self, msg: TruncateReplica, ctx: &mut Context<Self>) -> Self::Result {
-        if matches!(self.role, Role::Leader(_)) {
-            return Box::pin(fut::ready(
-                Err(ReplicationError::NotLeaderOrFollower.into()),
-            ));
+        match self.role {
+            Role::Follower { leader_epoch, .. } if leader_epoch == msg.leader_epoch => {}
+            Role::Follower { leader_epoch, .. } => {
+                return Box::pin(fut::ready(Err(ReplicationError::check_epoch(
+                    msg.leader_epoch,
+                    leader_epoch,
+                )
+                .err()
+                .unwrap_or(ReplicationError::NotLeaderOrFollower)
+                .into())));
+            }
+            Role::Leader(_) => {
+                return Box::pin(fut::ready(
+                    Err(ReplicationError::NotLeaderOrFollower.into()),
+                ))
+            }
         }
         let tp = self.tp.clone();
         let reply: ShardReply<LogOffsets> = if msg.start_over {

@@ -41,7 +41,7 @@ pub async fn handle(
                 };
                 let offsets = LeaderOffsets {
                     current_leader_epoch: p.current_leader_epoch,
-                    for_replica,
+                    consumer_latest: !for_replica && p.timestamp == LATEST,
                 };
                 let state = match handle.addr.send(offsets).await {
                     Ok(Ok(state)) => state,
