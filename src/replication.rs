@@ -522,6 +522,55 @@ impl<R> DelayedFlushes<R> {
     }
 }
 
+/// The leader's appends above the high watermark, as (end offset, bytes),
+/// so that `HighWatermarkAdvanced` can say how many bytes became
+/// committed. Bounded: past `capacity` entries (the high watermark frozen
+/// under steady writes) a new append is folded into the last entry, which
+/// keeps the byte count exact and only delays it to that entry's end.
+#[derive(Debug)]
+pub struct UncommittedAppends {
+    appends: std::collections::VecDeque<(i64, u64)>,
+    capacity: usize,
+}
+
+impl UncommittedAppends {
+    pub fn new(capacity: usize) -> Self {
+        UncommittedAppends {
+            appends: std::collections::VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// An append ending at `end_offset` (exclusive) of `bytes`.
+    pub fn push(&mut self, end_offset: i64, bytes: u64) {
+        if self.appends.len() >= self.capacity {
+            if let Some(last) = self.appends.back_mut() {
+                last.0 = last.0.max(end_offset);
+                last.1 += bytes;
+                return;
+            }
+        }
+        self.appends.push_back((end_offset, bytes));
+    }
+
+    /// The bytes of the appends the high watermark now covers.
+    pub fn commit(&mut self, high_watermark: i64) -> u64 {
+        let mut bytes = 0;
+        while let Some(&(end, size)) = self.appends.front() {
+            if end > high_watermark {
+                break;
+            }
+            bytes += size;
+            self.appends.pop_front();
+        }
+        bytes
+    }
+
+    pub fn clear(&mut self) {
+        self.appends.clear();
+    }
+}
+
 /// A replica a consumer may read from, as its leader sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadReplica {
@@ -782,6 +831,22 @@ mod tests {
         assert_eq!(flushes.complete(7), vec!["a", "b"]);
         assert_eq!(flushes.drain().collect::<Vec<_>>(), vec!["c"]);
         assert!(flushes.is_empty());
+    }
+
+    #[test]
+    fn uncommitted_appends_stay_bounded_and_count_every_byte() {
+        let mut uncommitted = UncommittedAppends::new(2);
+        uncommitted.push(10, 100);
+        uncommitted.push(20, 100);
+        // Full: folded into the last entry.
+        uncommitted.push(30, 100);
+        uncommitted.push(40, 100);
+        assert_eq!(uncommitted.appends.len(), 2);
+        assert_eq!(uncommitted.commit(15), 100);
+        // The folded entry is counted once the high watermark passes its end.
+        assert_eq!(uncommitted.commit(35), 0);
+        assert_eq!(uncommitted.commit(40), 300);
+        assert_eq!(uncommitted.commit(100), 0);
     }
 
     #[test]

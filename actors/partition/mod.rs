@@ -26,7 +26,6 @@
 //! It never touches a file, never elects a leader (the controller does),
 //! and never acknowledges an acks=all produce before every ISR member has it.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +38,7 @@ use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPar
 use crate::metadata::{MetadataError, MetadataStore};
 use crate::replication::{
     is_own_write, DelayedFlushes, DelayedProduce, DelayedProduces, InEpochUpdate, LeaderAndIsrView,
-    LeaderState, ReadReplica, ReplicationError,
+    LeaderState, ReadReplica, ReplicationError, UncommittedAppends,
 };
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
@@ -188,9 +187,9 @@ pub struct PartitionActor {
     /// In append order, so in order of `required_offset`: the high
     /// watermark answers a prefix.
     purgatory: DelayedProduces<AckReply>,
-    /// Appends above the high watermark: (their end offset, their bytes),
-    /// so HighWatermarkAdvanced can say what became committed.
-    uncommitted: VecDeque<(i64, u64)>,
+    /// Appends above the high watermark, so HighWatermarkAdvanced can say
+    /// what became committed (bounded like the purgatory).
+    uncommitted: UncommittedAppends,
     /// The high watermark the shard last heard (for its checkpoint).
     reported_high_watermark: i64,
     /// An ISR write was refused for a stale znode version: wait for the
@@ -246,7 +245,7 @@ impl PartitionActor {
             replica,
             assignment,
             purgatory: DelayedProduces::new(PURGATORY_CAPACITY),
-            uncommitted: VecDeque::new(),
+            uncommitted: UncommittedAppends::new(PURGATORY_CAPACITY),
             isr_fenced: false,
             flush_waiters: DelayedFlushes::default(),
             flush_in_flight: false,
@@ -325,14 +324,7 @@ impl PartitionActor {
         let before = self.state.high_watermark;
         if candidate > before {
             self.set_high_watermark(candidate);
-            let mut bytes = 0;
-            while let Some(&(end, size)) = self.uncommitted.front() {
-                if end > candidate {
-                    break;
-                }
-                bytes += size;
-                self.uncommitted.pop_front();
-            }
+            let bytes = self.uncommitted.commit(candidate);
             self.events.publish(BrokerEvent::HighWatermarkAdvanced {
                 tp: self.tp.clone(),
                 high_watermark: candidate,

@@ -93,7 +93,7 @@ impl Handler<AppendRecords> for PartitionActor {
                         flushed
                     });
                     info.flush_due = false;
-                    actor.uncommitted.push_back((info.log_end_offset, bytes));
+                    actor.uncommitted.push(info.log_end_offset, bytes);
                     actor.set_log_end_offset(info.log_end_offset.max(actor.state.log_end_offset));
                     actor.maybe_advance_high_watermark();
                     let log_start = actor.state.log_start_offset;
