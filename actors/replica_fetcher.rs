@@ -25,10 +25,10 @@ use actix::prelude::*;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
@@ -470,15 +470,11 @@ async fn leader_end_offset(
             &request,
         )
         .await?;
-    let answer = response
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition == tp.partition)
-        .ok_or(FollowerError::NoAnswer)?;
-    if answer.error_code != 0 {
-        return Err(FollowerError::LeaderError(answer.error_code));
-    }
+    let answer = partition_answer(
+        response.topics.iter().flat_map(|t| t.partitions.iter()),
+        |p| p.partition == tp.partition,
+        |p| p.error_code,
+    )?;
     Ok((answer.leader_epoch, answer.end_offset))
 }
 
@@ -553,16 +549,25 @@ async fn leader_offset(
     let response: ListOffsetsResponse = client
         .call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request)
         .await?;
-    let answer = response
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == tp.partition)
-        .ok_or(FollowerError::NoAnswer)?;
-    if answer.error_code != 0 {
-        return Err(FollowerError::LeaderError(answer.error_code));
-    }
+    let answer = partition_answer(
+        response.topics.iter().flat_map(|t| t.partitions.iter()),
+        |p| p.partition_index == tp.partition,
+        |p| p.error_code,
+    )?;
     Ok(answer.offset)
+}
+
+/// The leader's answer for our one partition, or its error code.
+fn partition_answer<'a, P>(
+    mut answers: impl Iterator<Item = &'a P>,
+    ours: impl Fn(&P) -> bool,
+    error_code: impl Fn(&P) -> i16,
+) -> Result<&'a P, FollowerError> {
+    let answer = answers.find(|p| ours(p)).ok_or(FollowerError::NoAnswer)?;
+    match error_code(answer) {
+        0 => Ok(answer),
+        code => Err(FollowerError::LeaderError(code)),
+    }
 }
 
 fn topic_name(name: &str) -> TopicName {
@@ -655,7 +660,9 @@ async fn fetch(
                 match out_of_range(client, config, &tp, &handle, leader_epoch).await {
                     Ok(next) => Outcome::FetchFrom(next),
                     Err(e) => {
-                        log::warn!("replica {tp}: handling OFFSET_OUT_OF_RANGE at {offset} failed: {e}");
+                        log::warn!(
+                            "replica {tp}: handling OFFSET_OUT_OF_RANGE at {offset} failed: {e}"
+                        );
                         Outcome::Backoff
                     }
                 }

@@ -1438,27 +1438,6 @@ fn registrations_settle(
     first
 }
 
-/// The partition `topic`-`partition`'s records on disk: the `.log`
-/// segments' bytes concatenated in offset order (segment boundaries may
-/// differ between replicas, the bytes may not).
-fn replica_bytes(log_dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
-    let dir = log_dir.join(format!("{topic}-{partition}"));
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .collect()
-        })
-        .unwrap_or_default();
-    segments.sort();
-    segments
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_default())
-        .collect()
-}
-
 /// (base offset, last offset, partition leader epoch) of each v2 batch in
 /// `bytes` (a log's records).
 fn batches(bytes: &[u8]) -> Vec<(i64, i64, i32)> {
@@ -2034,8 +2013,8 @@ fn unclean_election_then_the_old_leader_truncates_to_the_new_one() {
     );
     harness.brokers.terminate(old_leader);
     harness.brokers.terminate(follower);
-    let old_bytes = replica_bytes(harness.brokers.log_dir(old_leader), topic, 0);
-    let new_bytes = replica_bytes(harness.brokers.log_dir(follower), topic, 0);
+    let old_bytes = common::replica_bytes(harness.brokers.log_dir(old_leader), topic, 0);
+    let new_bytes = common::replica_bytes(harness.brokers.log_dir(follower), topic, 0);
     let (old_leo, new_leo) = (log_end(&old_bytes), log_end(&new_bytes));
     harness.note(format!(
         "stopped: old leader {} bytes, log end {old_leo}; new leader {} bytes, log end {new_leo}; \

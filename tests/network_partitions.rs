@@ -345,8 +345,10 @@ impl Scenario {
             |_| {
                 let mut sizes = BTreeMap::new();
                 for p in 0..PARTITIONS {
-                    let copies: Vec<Vec<u8>> =
-                        dirs.iter().map(|d| replica_bytes(d, TOPIC, p)).collect();
+                    let copies: Vec<Vec<u8>> = dirs
+                        .iter()
+                        .map(|d| common::replica_bytes(d, TOPIC, p))
+                        .collect();
                     if copies[0].is_empty() || copies.iter().any(|c| c != &copies[0]) {
                         return None;
                     }
@@ -356,27 +358,6 @@ impl Scenario {
             },
         );
     }
-}
-
-/// The records of a partition replica on disk, in offset order: its
-/// segments' bytes concatenated (segment boundaries may differ between
-/// replicas, the bytes may not).
-fn replica_bytes(log_dir: &std::path::Path, topic: &str, partition: i32) -> Vec<u8> {
-    let dir = log_dir.join(format!("{topic}-{partition}"));
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .collect()
-        })
-        .unwrap_or_default();
-    segments.sort();
-    segments
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_default())
-        .collect()
 }
 
 fn all_partitions() -> Vec<i32> {

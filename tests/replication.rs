@@ -12,7 +12,6 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,34 +43,13 @@ fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-/// The records of a partition replica on disk, in offset order: the
-/// segments' bytes concatenated (segment boundaries may differ between
-/// replicas, the bytes may not).
-fn replica_bytes(log_dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
-    let dir = log_dir.join(format!("{topic}-{partition}"));
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .collect()
-        })
-        .unwrap_or_default();
-    segments.sort();
-    segments
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_default())
-        .collect()
-}
-
 /// Waits until all three replicas of every partition hold the same bytes.
 fn assert_replicas_converge(cluster: &mut Cluster, topic: &str, partitions: i32) {
     for partition in 0..partitions {
         let mut last = Vec::new();
         let converged = (0..300).any(|_| {
             let copies: Vec<Vec<u8>> = (0..3)
-                .map(|id| replica_bytes(cluster.dirs[id].path(), topic, partition))
+                .map(|id| common::replica_bytes(cluster.dirs[id].path(), topic, partition))
                 .collect();
             last = copies.iter().map(Vec::len).collect();
             if copies.iter().all(|c| c == &copies[0]) && !copies[0].is_empty() {
@@ -443,7 +421,7 @@ fn acks_all_needs_min_insync_replicas() {
     assert_replicas_converge(&mut cluster, topic, 1);
     // The two acknowledged batches, and at most the timed-out ones: nothing
     // from the refused ones.
-    let bytes = replica_bytes(cluster.dirs[0].path(), topic, 0);
+    let bytes = common::replica_bytes(cluster.dirs[0].path(), topic, 0);
     let mut position = 0;
     let mut batches = 0;
     while position + 12 <= bytes.len() {

@@ -488,3 +488,24 @@ pub fn described_retention(bootstrap: &str, topic: &str) -> Option<String> {
         .first()
         .and_then(|c| c.value.as_ref().map(|v| v.to_string()))
 }
+
+/// The records of a partition replica on disk, in offset order: its `.log`
+/// segments' bytes concatenated (segment boundaries may differ between
+/// replicas, the bytes may not).
+pub fn replica_bytes(log_dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
+    let dir = log_dir.join(format!("{topic}-{partition}"));
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect()
+        })
+        .unwrap_or_default();
+    segments.sort();
+    segments
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap_or_default())
+        .collect()
+}
