@@ -97,6 +97,9 @@ struct Followed {
     handle: PartitionHandle,
     leader_epoch: i32,
     fetch_offset: i64,
+    /// This replica's own log start, sent with each fetch: the leader's
+    /// DeleteRecords waits for it (the low watermark).
+    log_start_offset: i64,
     state: FetchState,
     /// Not before this instant (after an error).
     paused_until: Option<Instant>,
@@ -118,13 +121,23 @@ pub struct ReplicaFetcher {
 /// What one round works on: a snapshot of the partitions' positions.
 struct RoundWork {
     truncate: Vec<(TopicPartition, PartitionHandle, i32)>,
-    fetch: Vec<(TopicPartition, PartitionHandle, i32, i64)>,
+    fetch: Vec<FetchWork>,
+}
+
+/// One partition to fetch: where, in which leader epoch, from which offset,
+/// and where this replica's log starts.
+struct FetchWork {
+    tp: TopicPartition,
+    handle: PartitionHandle,
+    leader_epoch: i32,
+    offset: i64,
+    log_start_offset: i64,
 }
 
 /// What came of a round, per partition.
 enum Outcome {
-    /// The next offset to fetch.
-    FetchFrom(i64),
+    /// The next offset to fetch, and the local log start when it is known.
+    FetchFrom(i64, Option<i64>),
     /// Pause, then go on as before.
     Backoff,
 }
@@ -150,12 +163,13 @@ impl ReplicaFetcher {
                     work.truncate
                         .push((tp.clone(), followed.handle.clone(), followed.leader_epoch))
                 }
-                FetchState::Fetching => work.fetch.push((
-                    tp.clone(),
-                    followed.handle.clone(),
-                    followed.leader_epoch,
-                    followed.fetch_offset,
-                )),
+                FetchState::Fetching => work.fetch.push(FetchWork {
+                    tp: tp.clone(),
+                    handle: followed.handle.clone(),
+                    leader_epoch: followed.leader_epoch,
+                    offset: followed.fetch_offset,
+                    log_start_offset: followed.log_start_offset,
+                }),
             }
         }
         if work.truncate.is_empty() && work.fetch.is_empty() {
@@ -201,8 +215,11 @@ impl ReplicaFetcher {
                 continue;
             }
             match outcome {
-                Outcome::FetchFrom(offset) => {
+                Outcome::FetchFrom(offset, log_start_offset) => {
                     followed.fetch_offset = offset;
+                    if let Some(start) = log_start_offset {
+                        followed.log_start_offset = start;
+                    }
                     followed.state = FetchState::Fetching;
                     followed.paused_until = None;
                 }
@@ -288,6 +305,7 @@ impl Handler<AddPartition> for ReplicaFetcher {
                 handle: msg.handle,
                 leader_epoch: msg.leader_epoch,
                 fetch_offset: msg.offsets.log_end_offset,
+                log_start_offset: msg.offsets.log_start_offset,
                 state: FetchState::Truncating,
                 paused_until: None,
             },
@@ -334,7 +352,7 @@ async fn run_round(
     let mut outcomes = Vec::new();
     for (tp, handle, leader_epoch) in work.truncate {
         let outcome = match truncate(client, config, &tp, &handle, leader_epoch).await {
-            Ok(offset) => Outcome::FetchFrom(offset),
+            Ok(offset) => Outcome::FetchFrom(offset, None),
             Err(reason) => {
                 log::warn!("replica {tp}: finding the divergence point failed: {reason}");
                 Outcome::Backoff
@@ -577,17 +595,17 @@ fn topic_name(name: &str) -> TopicName {
 async fn fetch(
     client: &mut BrokerClient,
     config: &ReplicaFetcherConfig,
-    partitions: Vec<(TopicPartition, PartitionHandle, i32, i64)>,
+    partitions: Vec<FetchWork>,
 ) -> Vec<(TopicPartition, i32, Outcome)> {
     let mut topics: BTreeMap<String, Vec<FetchPartition>> = BTreeMap::new();
-    for (tp, _, leader_epoch, offset) in &partitions {
-        topics.entry(tp.topic.clone()).or_default().push(
+    for work in &partitions {
+        topics.entry(work.tp.topic.clone()).or_default().push(
             FetchPartition::default()
-                .with_partition(tp.partition)
-                .with_current_leader_epoch(*leader_epoch)
-                .with_fetch_offset(*offset)
+                .with_partition(work.tp.partition)
+                .with_current_leader_epoch(work.leader_epoch)
+                .with_fetch_offset(work.offset)
                 .with_last_fetched_epoch(-1)
-                .with_log_start_offset(-1)
+                .with_log_start_offset(work.log_start_offset)
                 .with_partition_max_bytes(config.fetch_max_bytes),
         );
     }
@@ -616,7 +634,7 @@ async fn fetch(
             log::warn!("replica fetch failed: {e}");
             return partitions
                 .into_iter()
-                .map(|(tp, _, epoch, _)| (tp, epoch, Outcome::Backoff))
+                .map(|work| (work.tp, work.leader_epoch, Outcome::Backoff))
                 .collect();
         }
     };
@@ -630,7 +648,14 @@ async fn fetch(
         }
     }
     let mut outcomes = Vec::with_capacity(partitions.len());
-    for (tp, handle, leader_epoch, offset) in partitions {
+    for FetchWork {
+        tp,
+        handle,
+        leader_epoch,
+        offset,
+        ..
+    } in partitions
+    {
         let Some(answer) = answers.remove(&tp) else {
             outcomes.push((tp, leader_epoch, Outcome::Backoff));
             continue;
@@ -649,7 +674,9 @@ async fn fetch(
                 )
                 .await;
                 match appended {
-                    Ok(offsets) => Outcome::FetchFrom(offsets.log_end_offset),
+                    Ok(offsets) => {
+                        Outcome::FetchFrom(offsets.log_end_offset, Some(offsets.log_start_offset))
+                    }
                     Err(e) => {
                         log::warn!("replica {tp}: appending at {offset} failed: {e}");
                         Outcome::Backoff
@@ -658,7 +685,7 @@ async fn fetch(
             }
             code if code == ResponseError::OffsetOutOfRange.code() => {
                 match out_of_range(client, config, &tp, &handle, leader_epoch).await {
-                    Ok(next) => Outcome::FetchFrom(next),
+                    Ok(next) => Outcome::FetchFrom(next, None),
                     Err(e) => {
                         log::warn!(
                             "replica {tp}: handling OFFSET_OUT_OF_RANGE at {offset} failed: {e}"

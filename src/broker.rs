@@ -213,6 +213,7 @@ impl BrokerBuilder {
                 replica: ReplicaContext {
                     broker_id: config.broker_id.max(0),
                     store: Some(store.clone()),
+                    live_brokers: Some(cache.clone()),
                     clock: clock.clone(),
                     replica_lag_time_max_ms: config.replica_lag_time_max_ms as i64,
                     high_watermark_checkpoint_interval_ms: config

@@ -75,6 +75,10 @@ pub struct FollowerState {
     pub last_caught_up_ms: i64,
     last_fetch_leader_log_end_offset: i64,
     last_fetch_ms: i64,
+    /// The log start offset its last fetch reported (-1: not heard from in
+    /// this leadership, Kafka's `UnknownOffset`): DeleteRecords waits for
+    /// it (the low watermark).
+    pub log_start_offset: i64,
 }
 
 /// A leader's view of its partition's replicas in one leader epoch.
@@ -124,6 +128,7 @@ impl LeaderState {
                         last_caught_up_ms: caught_up,
                         last_fetch_leader_log_end_offset: -1,
                         last_fetch_ms: caught_up,
+                        log_start_offset: -1,
                     },
                 )
             })
@@ -159,6 +164,26 @@ impl LeaderState {
             Some(pending) => self.isr.union(pending).copied().collect(),
             None => self.isr.clone(),
         }
+    }
+
+    /// A follower's fetch reported its log start offset (Fetch's
+    /// `log_start_offset`; -1 from a follower that does not say).
+    pub fn record_log_start(&mut self, follower: i32, log_start_offset: i64) {
+        if let Some(state) = self.followers.get_mut(&follower) {
+            state.log_start_offset = log_start_offset;
+        }
+    }
+
+    /// Kafka's `lowWatermarkIfLeader`: the smallest log start offset over
+    /// the leader and every follower on a live broker (`is_live`). A live
+    /// follower not heard from in this leadership holds it at -1, so a
+    /// DeleteRecords waits until every live replica has dropped the records.
+    pub fn low_watermark(&self, leader_log_start_offset: i64, is_live: impl Fn(i32) -> bool) -> i64 {
+        self.followers
+            .iter()
+            .filter(|(id, _)| is_live(**id))
+            .map(|(_, f)| f.log_start_offset)
+            .fold(leader_log_start_offset, i64::min)
     }
 
     /// Kafka's high watermark: the smallest log end offset over the
@@ -264,6 +289,7 @@ impl LeaderState {
                     last_caught_up_ms: now_ms,
                     last_fetch_leader_log_end_offset: -1,
                     last_fetch_ms: now_ms,
+                    log_start_offset: -1,
                 });
             }
         }
@@ -471,6 +497,79 @@ impl<R> DelayedProduces<R> {
     }
 
     #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
+/// Kafka's DelayedDeleteRecords for one partition: DeleteRecords requests
+/// waiting for the low watermark (every live replica's log start) to reach
+/// their offset, each until its deadline (the request's `timeout_ms`).
+#[derive(Debug)]
+pub struct DelayedDeleteRecords<R> {
+    waiting: Vec<DelayedDeleteRecord<R>>,
+}
+
+#[derive(Debug)]
+struct DelayedDeleteRecord<R> {
+    required_offset: i64,
+    deadline_ms: i64,
+    reply: R,
+}
+
+impl<R> Default for DelayedDeleteRecords<R> {
+    fn default() -> Self {
+        DelayedDeleteRecords {
+            waiting: Vec::new(),
+        }
+    }
+}
+
+impl<R> DelayedDeleteRecords<R> {
+    /// Waits until the low watermark reaches `required_offset`, at most
+    /// until `deadline_ms`.
+    pub fn park(&mut self, required_offset: i64, deadline_ms: i64, reply: R) {
+        self.waiting.push(DelayedDeleteRecord {
+            required_offset,
+            deadline_ms,
+            reply,
+        });
+    }
+
+    /// The requests `low_watermark` satisfies (answered with it), and
+    /// those past their deadline at `now_ms` (answered REQUEST_TIMED_OUT),
+    /// in that order of precedence: one satisfied at its deadline succeeds.
+    pub fn complete(
+        &mut self,
+        low_watermark: i64,
+        now_ms: i64,
+    ) -> Vec<(R, Result<i64, ReplicationError>)> {
+        let mut done = Vec::new();
+        let mut kept = Vec::with_capacity(self.waiting.len());
+        for waiting in self.waiting.drain(..) {
+            if waiting.required_offset <= low_watermark {
+                done.push((waiting.reply, Ok(low_watermark)));
+            } else if now_ms >= waiting.deadline_ms {
+                done.push((waiting.reply, Err(ReplicationError::RequestTimedOut)));
+            } else {
+                kept.push(waiting);
+            }
+        }
+        self.waiting = kept;
+        done
+    }
+
+    /// The earliest deadline still waited for.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        self.waiting.iter().map(|w| w.deadline_ms).min()
+    }
+
+    /// Every waiting request (leadership went: each is answered
+    /// NOT_LEADER_OR_FOLLOWER by the caller).
+    pub fn drain(&mut self) -> impl Iterator<Item = R> + '_ {
+        self.waiting.drain(..).map(|w| w.reply)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()
     }
@@ -875,5 +974,44 @@ mod tests {
         let candidates = leader.read_replicas(55, 1_200);
         assert!(candidates.is_empty(), "{candidates:?}");
         assert_eq!(leader.read_replicas(40, 1_200), vec![replica(2, 50, 200)]);
+    }
+
+    #[test]
+    fn the_low_watermark_waits_for_every_live_replica() {
+        let mut l = leader(&[1, 2, 3]);
+        // Not heard from since this leadership began: unknown, holds it.
+        assert_eq!(l.low_watermark(40, |_| true), -1);
+        l.record_log_start(2, 40);
+        l.record_log_start(3, 10);
+        assert_eq!(l.low_watermark(40, |_| true), 10);
+        // A replica on a broker that is gone does not hold it (Kafka's
+        // `metadataCache.hasAliveBroker`).
+        assert_eq!(l.low_watermark(40, |id| id != 3), 40);
+        l.record_log_start(3, 40);
+        assert_eq!(l.low_watermark(40, |_| true), 40);
+        // Not a replica: ignored.
+        l.record_log_start(9, 0);
+        assert_eq!(l.low_watermark(40, |_| true), 40);
+    }
+
+    #[test]
+    fn delete_records_wait_for_the_low_watermark_or_their_deadline() {
+        let mut delayed = DelayedDeleteRecords::default();
+        delayed.park(40, 1_000, "a");
+        delayed.park(60, 2_000, "b");
+        assert_eq!(delayed.next_deadline_ms(), Some(1_000));
+        assert!(delayed.complete(10, 500).is_empty());
+        assert_eq!(delayed.complete(45, 900), vec![("a", Ok(45))]);
+        // Satisfied exactly at its deadline: success wins.
+        assert_eq!(delayed.complete(60, 2_000), vec![("b", Ok(60))]);
+        assert!(delayed.is_empty());
+        delayed.park(80, 3_000, "c");
+        assert_eq!(
+            delayed.complete(70, 3_000),
+            vec![("c", Err(ReplicationError::RequestTimedOut))]
+        );
+        delayed.park(90, 4_000, "d");
+        assert_eq!(delayed.drain().collect::<Vec<_>>(), vec!["d"]);
+        assert_eq!(delayed.next_deadline_ms(), None);
     }
 }

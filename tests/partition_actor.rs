@@ -729,6 +729,7 @@ fn an_isr_write_whose_reply_was_lost_counts_as_written() {
                 offset: offsets.log_end_offset,
                 max_bytes: 1 << 20,
                 current_leader_epoch: 1,
+                log_start_offset: 0,
             })
             .await
             .unwrap()
@@ -763,6 +764,7 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
             offset,
             max_bytes: 1 << 20,
             current_leader_epoch: 1,
+            log_start_offset: 0,
         };
         match leader.addr.send(fetch(100)).await.unwrap() {
             Err(LogActorError::Log(LogError::OffsetOutOfRange { offset: 100, .. })) => {}
@@ -906,6 +908,7 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
                 offset: 5,
                 max_bytes: 1 << 20,
                 current_leader_epoch: 2,
+                log_start_offset: 0,
             })
             .await
             .unwrap()

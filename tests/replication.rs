@@ -1222,6 +1222,71 @@ fn list_offset(cluster: &Cluster, id: i32, topic: &str, timestamp: i64) -> Resul
     }
 }
 
+/// Stops broker `id` cleanly and asserts that its own log of partition 0
+/// of `topic` starts at `offset` (its `log-start-offset-checkpoint`).
+fn stop_and_check_log_start(cluster: &mut Cluster, id: i32, topic: &str, offset: i64) {
+    let log_dir = cluster.brokers.remove(&id).expect("broker").terminate();
+    let checkpoint =
+        std::fs::read_to_string(log_dir.join("log-start-offset-checkpoint")).unwrap_or_default();
+    assert!(
+        checkpoint
+            .lines()
+            .any(|line| line == format!("{topic} 0 {offset}")),
+        "broker {id}'s own log starts at {offset}: {checkpoint:?}"
+    );
+}
+
+/// DeleteRecords is answered once every live replica has dropped the
+/// records (Kafka's DelayedDeleteRecords waits for the low watermark): with
+/// a follower paused (SIGSTOP, still registered), the request times out
+/// with REQUEST_TIMED_OUT; once it runs again, a retry answers the new log
+/// start, which the follower's own log already has.
+#[test]
+fn delete_records_waits_for_every_live_replica() {
+    let topic = "low-watermark";
+    let mut cluster = replicated_cluster(&[
+        "min.insync.replicas=1",
+        // The pause below stays well inside the follower's session.
+        "zookeeper.session.timeout.ms=15000",
+    ]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    common::cluster::produce(&cluster.bootstrap(0), topic, 0..100);
+    wait_for_full_isr(&mut cluster, topic);
+    let leader = leader_of_partition_0(&cluster, topic);
+    let follower = (leader + 1) % 3;
+    let delete_before = |offset: i64, timeout: Duration| {
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset(topic, 0, rdkafka::Offset::Offset(offset))
+            .expect("offset");
+        let answer = common::block_on(common::admin(&cluster.bootstrap(leader)).delete_records(
+            &list,
+            // The broker's wait is the operation timeout; the
+            // client waits longer for its answer.
+            &common::admin_options(Duration::from_secs(30)).operation_timeout(Some(timeout)),
+        ))
+        .expect("DeleteRecords answered");
+        let element = &answer.elements()[0];
+        (element.error(), element.offset())
+    };
+    let pid = cluster.brokers[&follower].pid() as i32;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let paused = delete_before(30, Duration::from_millis(1_500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(
+        paused.0,
+        Err(rdkafka::error::KafkaError::OffsetFetch(
+            rdkafka::types::RDKafkaErrorCode::RequestTimedOut
+        )),
+        "a paused live follower still holds the records: {paused:?}"
+    );
+    let resumed = delete_before(40, Duration::from_secs(30));
+    assert_eq!(resumed, (Ok(()), rdkafka::Offset::Offset(40)));
+    // Answered only once the follower's log starts there too.
+    stop_and_check_log_start(&mut cluster, follower, topic, 40);
+}
+
 /// Issue 20: DeleteRecords moves the log start on the followers too. They
 /// take the leader's log start from each fetch response (Kafka's
 /// `maybeIncrementLogStartOffset` on a follower) into their own logs, so a
@@ -1258,19 +1323,7 @@ fn deleted_records_stay_deleted_after_a_failover() {
         .keys()
         .find(|&&id| id != leader)
         .expect("a follower");
-    let log_dir = cluster
-        .brokers
-        .remove(&follower)
-        .expect("follower")
-        .terminate();
-    let checkpoint =
-        std::fs::read_to_string(log_dir.join("log-start-offset-checkpoint")).unwrap_or_default();
-    assert!(
-        checkpoint
-            .lines()
-            .any(|line| line == format!("{topic} 0 40")),
-        "the follower's own log starts at 40: {checkpoint:?}"
-    );
+    stop_and_check_log_start(&mut cluster, follower, topic, 40);
     cluster.start_broker(follower);
     wait_for_full_isr(&mut cluster, topic);
 

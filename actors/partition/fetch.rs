@@ -148,6 +148,8 @@ pub struct ReplicaFetch {
     pub offset: i64,
     pub max_bytes: u64,
     pub current_leader_epoch: i32,
+    /// The follower's own log start offset (-1: not said).
+    pub log_start_offset: i64,
 }
 
 impl Message for ReplicaFetch {
@@ -195,7 +197,7 @@ impl Handler<ReplicaFetch> for PartitionActor {
             ))));
         }
         self.ensure_log_online(ctx);
-        let (replica_id, offset) = (msg.replica_id, msg.offset);
+        let (replica_id, offset, log_start) = (msg.replica_id, msg.offset, msg.log_start_offset);
         // The follower's position counts only once the read succeeded, as
         // in Kafka (a log start moved by retention fails the read).
         Box::pin(
@@ -203,6 +205,7 @@ impl Handler<ReplicaFetch> for PartitionActor {
                 .map(move |result, actor, ctx| {
                     let read = result?;
                     actor.record_replica_fetch(replica_id, offset, ctx);
+                    actor.record_replica_log_start(replica_id, log_start, ctx);
                     Ok(read)
                 }),
         )
@@ -239,5 +242,19 @@ impl PartitionActor {
             self.change_isr(isr, ctx);
         }
         self.maybe_advance_high_watermark();
+    }
+
+    /// As leader: a follower's fetch said where its log starts; a
+    /// DeleteRecords waiting for it may be answered.
+    pub(super) fn record_replica_log_start(
+        &mut self,
+        replica_id: i32,
+        log_start_offset: i64,
+        _ctx: &mut Context<Self>,
+    ) {
+        if let Role::Leader(leader) = &mut self.role {
+            leader.record_log_start(replica_id, log_start_offset);
+        }
+        self.complete_delayed_deletes();
     }
 }

@@ -37,7 +37,7 @@ use crate::clock::SharedClock;
 use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPartitionStateZNode};
 use crate::metadata::{MetadataError, MetadataStore};
 use crate::replication::{
-    is_own_write, DelayedFlushes, DelayedProduce, DelayedProduces, InEpochUpdate, LeaderAndIsrView,
+    is_own_write, DelayedDeleteRecords, DelayedFlushes, DelayedProduce, DelayedProduces, InEpochUpdate, LeaderAndIsrView,
     LeaderState, ReadReplica, ReplicationError, UncommittedAppends,
 };
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
@@ -126,6 +126,10 @@ impl PartitionAssignment {
 pub struct ReplicaContext {
     pub broker_id: i32,
     pub store: Option<Arc<dyn MetadataStore>>,
+    /// Which brokers are alive (the brokers UpdateMetadata lists): a
+    /// follower on a dead broker does not hold DeleteRecords back. `None`
+    /// (a lone broker) counts every replica.
+    pub live_brokers: Option<crate::cluster::MetadataCache>,
     pub clock: SharedClock,
     pub replica_lag_time_max_ms: i64,
     pub high_watermark_checkpoint_interval_ms: u64,
@@ -139,6 +143,7 @@ impl ReplicaContext {
         ReplicaContext {
             broker_id,
             store: None,
+            live_brokers: None,
             clock,
             replica_lag_time_max_ms: 30_000,
             high_watermark_checkpoint_interval_ms: 5_000,
@@ -162,6 +167,9 @@ enum Role {
 
 /// Answers an acks=all produce once the ISR has it.
 type AckReply = oneshot::Sender<Result<(), ReplicationError>>;
+
+/// Answers a DeleteRecords once every live replica dropped the records.
+type DeleteRecordsReply = oneshot::Sender<Result<i64, LogActorError>>;
 
 /// Answers a produce once its records are flushed (`flush.messages`).
 type FlushReply = oneshot::Sender<Result<(), LogActorError>>;
@@ -197,6 +205,9 @@ pub struct PartitionActor {
     isr_fenced: bool,
     /// In append order: the next flush answers a prefix.
     flush_waiters: DelayedFlushes<FlushReply>,
+    /// DeleteRecords waiting for the followers' log starts (the low
+    /// watermark).
+    delayed_deletes: DelayedDeleteRecords<DeleteRecordsReply>,
     /// At most one `Flush` at the shard; appends queued behind it share
     /// the next one (group commit).
     flush_in_flight: bool,
@@ -248,6 +259,7 @@ impl PartitionActor {
             uncommitted: UncommittedAppends::new(PURGATORY_CAPACITY),
             isr_fenced: false,
             flush_waiters: DelayedFlushes::default(),
+            delayed_deletes: DelayedDeleteRecords::default(),
             flush_in_flight: false,
             served_consumers: false,
             leadership_term: 0,
@@ -386,6 +398,9 @@ impl PartitionActor {
     fn fail_purgatory(&mut self) {
         for reply in self.purgatory.drain() {
             let _ = reply.send(Err(ReplicationError::NotLeaderOrFollower));
+        }
+        for reply in self.delayed_deletes.drain() {
+            let _ = reply.send(Err(ReplicationError::NotLeaderOrFollower.into()));
         }
         self.uncommitted.clear();
     }

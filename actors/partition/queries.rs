@@ -155,9 +155,13 @@ impl Handler<OffsetForTimestamp> for PartitionActor {
 }
 
 /// Raise the log start offset (DeleteRecords); -1 means the high watermark.
+/// Answered with the low watermark once every live replica has dropped the
+/// records (Kafka's DelayedDeleteRecords), or REQUEST_TIMED_OUT after
+/// `timeout_ms`.
 #[derive(Debug)]
 pub struct DeleteRecordsBefore {
     pub offset: i64,
+    pub timeout_ms: i64,
 }
 
 impl Message for DeleteRecordsBefore {
@@ -179,6 +183,7 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
         let high_watermark = self.state.high_watermark;
         let tp = self.tp.clone();
         let shard = self.shard.clone();
+        let timeout_ms = msg.timeout_ms.max(0);
         Box::pin(
             async move {
                 if offset > high_watermark || offset < 0 {
@@ -195,12 +200,72 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
                     .await
             }
             .into_actor(self)
-            .map(|result, actor, _ctx| {
-                let start = result?;
-                actor.state.log_start_offset = actor.state.log_start_offset.max(start);
-                Ok(actor.state.log_start_offset)
+            .then(move |result, actor, ctx| {
+                let waited = result.map(|start| {
+                    actor.note_log_start(start);
+                    actor.wait_for_low_watermark(offset, timeout_ms, ctx)
+                });
+                async move {
+                    match waited {
+                        Ok(reply) => reply.await.unwrap_or(Err(
+                            ReplicationError::NotLeaderOrFollower.into(),
+                        )),
+                        Err(e) => Err(e),
+                    }
+                }
+                .into_actor(actor)
             }),
         )
+    }
+}
+
+impl PartitionActor {
+    /// The low watermark as leader: the smallest log start over this log
+    /// and every follower on a live broker.
+    fn low_watermark(&self) -> Option<i64> {
+        let Role::Leader(leader) = &self.role else {
+            return None;
+        };
+        let live = self.replica.live_brokers.as_ref();
+        Some(leader.low_watermark(self.state.log_start_offset, |id| {
+            live.is_none_or(|cache| cache.read(|m| m.brokers.contains_key(&id)))
+        }))
+    }
+
+    /// Parks a DeleteRecords until the low watermark reaches `offset`, with
+    /// a timer for its deadline; the receiver gets the answer.
+    fn wait_for_low_watermark(
+        &mut self,
+        offset: i64,
+        timeout_ms: i64,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Receiver<Result<i64, LogActorError>> {
+        let (reply, answer) = oneshot::channel();
+        let now = self.now_ms();
+        self.delayed_deletes.park(offset, now + timeout_ms, reply);
+        self.complete_delayed_deletes();
+        if !self.delayed_deletes.is_empty() {
+            ctx.run_later(
+                std::time::Duration::from_millis(timeout_ms as u64),
+                |actor, _ctx| actor.complete_delayed_deletes(),
+            );
+        }
+        answer
+    }
+
+    /// Answers the DeleteRecords the low watermark now covers, and those
+    /// past their deadline.
+    pub(super) fn complete_delayed_deletes(&mut self) {
+        if self.delayed_deletes.is_empty() {
+            return;
+        }
+        let Some(low_watermark) = self.low_watermark() else {
+            return;
+        };
+        let now = self.now_ms();
+        for (reply, answer) in self.delayed_deletes.complete(low_watermark, now) {
+            let _ = reply.send(answer.map_err(LogActorError::from));
+        }
     }
 }
 

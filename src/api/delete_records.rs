@@ -1,5 +1,8 @@
 //! DeleteRecords (key 21), v0-2: raise a partition's log start offset; -1
-//! means its high watermark. Whole segments below it are deleted.
+//! means its high watermark. Whole segments below it are deleted; each
+//! partition is answered once every live replica has dropped the records
+//! (the low watermark), or REQUEST_TIMED_OUT after the request's
+//! `timeout_ms`, as Kafka's DelayedDeleteRecords.
 
 use futures_util::future::join_all;
 use kafka_protocol::error::ResponseError;
@@ -13,6 +16,7 @@ use crate::actors::partition::DeleteRecordsBefore;
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let timeout_ms = request.timeout_ms;
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
@@ -27,7 +31,10 @@ pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> Delet
                 };
                 match handle
                     .addr
-                    .send(DeleteRecordsBefore { offset: p.offset })
+                    .send(DeleteRecordsBefore {
+                        offset: p.offset,
+                        timeout_ms: i64::from(timeout_ms),
+                    })
                     .await
                 {
                     Ok(Ok(low_watermark)) => result.with_low_watermark(low_watermark),

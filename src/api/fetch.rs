@@ -44,6 +44,8 @@ struct Wanted {
     offset: i64,
     max_bytes: u64,
     current_leader_epoch: i32,
+    /// A follower's own log start offset (v5+; -1 otherwise).
+    log_start_offset: i64,
     handle: Option<PartitionHandle>,
 }
 
@@ -75,6 +77,11 @@ pub async fn handle(
                 tp,
                 offset: partition.fetch_offset,
                 max_bytes: partition.partition_max_bytes.max(0) as u64,
+                log_start_offset: if version >= 5 {
+                    partition.log_start_offset
+                } else {
+                    -1
+                },
                 current_leader_epoch: if version >= 9 {
                     partition.current_leader_epoch
                 } else {
@@ -187,6 +194,7 @@ async fn read_all(
                         offset: w.offset,
                         max_bytes,
                         current_leader_epoch: w.current_leader_epoch,
+                        log_start_offset: w.log_start_offset,
                     })
                     .await
             }
