@@ -10,6 +10,7 @@
 //! It never decides anything: what to send is the controller's business,
 //! and a refusal in the answer (a stale epoch) is reported back, not acted on.
 
+use kafka_protocol::error::ResponseError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,10 +45,13 @@ pub enum ControlRequest {
 
 /// The answer's top-level error code (0: accepted), and how many of its
 /// partitions answered an error of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlAnswer {
     pub error_code: i16,
     pub partition_errors: usize,
+    /// LeaderAndIsr: the partitions (topic id, index) that answered
+    /// KAFKA_STORAGE_ERROR, their replica's log being offline there.
+    pub offline: Vec<([u8; 16], i32)>,
 }
 
 /// Why a request could not be delivered.
@@ -179,7 +183,18 @@ async fn deliver(
                         .flat_map(|t| t.partition_errors.iter())
                         .filter(|p| p.error_code != 0)
                         .count();
-                    (r.error_code, failed)
+                    let storage_error = ResponseError::KafkaStorageError.code();
+                    let offline = r
+                        .topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partition_errors
+                                .iter()
+                                .filter(move |p| p.error_code == storage_error)
+                                .map(move |p| (*t.topic_id.as_bytes(), p.partition_index))
+                        })
+                        .collect();
+                    (r.error_code, failed, offline)
                 }),
             ControlRequest::UpdateMetadata(r) => client
                 .call::<_, UpdateMetadataResponse>(
@@ -188,7 +203,7 @@ async fn deliver(
                     r,
                 )
                 .await
-                .map(|r| (r.error_code, 0)),
+                .map(|r| (r.error_code, 0, Vec::new())),
             ControlRequest::StopReplica(r) => client
                 .call::<_, StopReplicaResponse>(ApiKey::StopReplica, STOP_REPLICA_VERSION, r)
                 .await
@@ -198,14 +213,15 @@ async fn deliver(
                         .iter()
                         .filter(|p| p.error_code != 0)
                         .count();
-                    (r.error_code, failed)
+                    (r.error_code, failed, Vec::new())
                 }),
         };
         match answer {
-            Ok((error_code, partition_errors)) => {
+            Ok((error_code, partition_errors, offline)) => {
                 return Ok(ControlAnswer {
                     error_code,
                     partition_errors,
+                    offline,
                 })
             }
             // The broker answered nonsense: sending it again will not help.

@@ -482,37 +482,6 @@ fn a_full_log_dir_takes_only_its_partitions_offline_until_space_returns() {
     );
 }
 
-/// Run `chattr -R <flag>` on `path`: `+i` makes every file and directory
-/// in it immutable, so that writes through descriptors already open fail
-/// (EPERM) as they would on a disk gone read-only. A read-only remount,
-/// the literal fault, is refused (EBUSY) while the broker holds files
-/// open for writing, and could not be undone while it holds them either.
-fn chattr(flag: &str, path: &std::path::Path) {
-    let status = std::process::Command::new("chattr")
-        .args(["-R", flag])
-        .arg(path)
-        .status()
-        .expect("chattr runs");
-    assert!(
-        status.success(),
-        "chattr {flag} {}: run this test as root (CI does)",
-        path.display()
-    );
-}
-
-/// Makes a directory writable again when dropped, so that a failing test
-/// leaves nothing its temporary directory cannot remove.
-struct Writable(std::path::PathBuf);
-
-impl Drop for Writable {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("chattr")
-            .args(["-R", "-i"])
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// Two log dirs; a 2-partition topic gets one partition on each. The
 /// second dir is made unwritable with its files open (every file and
 /// directory in it immutable): its partition answers KAFKA_STORAGE_ERROR
@@ -533,8 +502,8 @@ fn an_unwritable_log_dir_takes_only_its_partitions_offline_until_restored() {
     assert_eq!(raw_produce(&broker.bootstrap, "ro", on_failing, 200), 0);
     assert_eq!(raw_produce(&broker.bootstrap, "ro", on_healthy, 200), 0);
 
-    let _restore = Writable(failing.path().to_path_buf());
-    chattr("+i", failing.path());
+    let _restore = common::Writable(failing.path().to_path_buf());
+    common::chattr("+i", failing.path());
     assert_eq!(
         raw_produce(&broker.bootstrap, "ro", on_failing, 10),
         STORAGE_ERROR,
@@ -542,7 +511,7 @@ fn an_unwritable_log_dir_takes_only_its_partitions_offline_until_restored() {
     );
     offline_while_the_other_serves(&mut broker, "ro", on_failing, on_healthy);
 
-    chattr("-i", failing.path());
+    common::chattr("-i", failing.path());
     assert_eq!(
         back_online_and_writable(&mut broker, "ro", on_failing),
         (0, 210),

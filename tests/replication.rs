@@ -1352,3 +1352,66 @@ fn deleted_records_stay_deleted_after_a_failover() {
         "the new leader serves from the deleted-before offset"
     );
 }
+
+/// Issue 20: a leader whose log dir fails gives up its leadership (Kafka's
+/// log dir failure handling). The leader's log dir is made unwritable with
+/// its files open: its next write answers KAFKA_STORAGE_ERROR, the broker
+/// leaves a `/log_dir_event_notification`, and the controller moves the
+/// leadership to another in-sync replica and takes the failed one out of
+/// the ISR, so acks=all writes go on. Once the dir is writable again, the
+/// log reopens, the replica follows again and rejoins the ISR, and the
+/// three replicas end byte-identical.
+#[test]
+fn a_failed_log_dir_moves_the_leadership_away_until_the_log_is_back() {
+    const STORAGE_ERROR: i16 = 56;
+    let topic = "failing-dir";
+    let mut cluster =
+        replicated_cluster(&["min.insync.replicas=2", "replica.lag.time.max.ms=4000"]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    common::cluster::produce(&cluster.bootstrap(0), topic, 0..50);
+    wait_for_full_isr(&mut cluster, topic);
+    let leader = leader_of_partition_0(&cluster, topic);
+    let survivor = (leader + 1) % 3;
+    let dir = cluster.dirs[leader as usize].path().to_path_buf();
+    let restore = common::Writable(dir.clone());
+    common::chattr("+i", &dir);
+    assert_eq!(
+        produce_acks_all(&cluster.bootstrap(leader), topic, 0),
+        STORAGE_ERROR,
+        "the first write to the unwritable dir fails and takes the log offline"
+    );
+    let mut new_leader = -1;
+    wait_until(
+        "the leadership to move off the failed log dir",
+        Duration::from_secs(20),
+        || {
+            let leaders = cluster.view(survivor, topic).0;
+            let isrs = cluster.isrs(survivor, topic);
+            new_leader = leaders.get(&0).copied().unwrap_or(-1);
+            new_leader >= 0
+                && new_leader != leader
+                && isrs.get(&0).is_some_and(|isr| !isr.contains(&leader))
+        },
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            produce_acks_all(&cluster.bootstrap(new_leader), topic, 0),
+            0,
+            "the new leader takes acks=all writes with the two healthy replicas"
+        );
+    }
+    common::chattr("-i", &dir);
+    drop(restore);
+    wait_until(
+        "the replica on the repaired dir to rejoin the ISR",
+        Duration::from_secs(60),
+        || {
+            cluster
+                .isrs(survivor, topic)
+                .get(&0)
+                .is_some_and(|isr| isr.contains(&leader))
+        },
+    );
+    common::cluster::produce(&cluster.bootstrap(new_leader), topic, 50..60);
+    assert_replicas_converge(&mut cluster, topic, 1);
+}

@@ -134,13 +134,57 @@ impl Shared {
                     moved.push(index);
                 }
             }
-            if !moved.is_empty() {
-                self.cache
-                    .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
-                self.apply_local(&topic, &moved, &BTreeMap::new()).await?;
-                changed.push(topic);
-            }
+            self.take_up_moves(topic, &moved, &mut changed).await?;
         }
         Ok(changed)
+    }
+
+    /// `broker` leaves `tp` (a controlled shutdown, a failed log dir):
+    /// `controller::election::leave_partition` on the state read fresh,
+    /// written conditionally. Updates `p`; says whether it changed.
+    pub(super) async fn leave(
+        &self,
+        tp: &TopicPartition,
+        broker: i32,
+        p: &mut PartitionMetadata,
+        eligible: impl Fn(i32) -> bool,
+    ) -> Result<bool, TopicError> {
+        let replicas = p.replicas.clone();
+        let epoch = self.controller_epoch();
+        let Some((state, version)) = self
+            .rewrite_state(tp, |state| {
+                crate::controller::election::leave_partition(
+                    state, broker, &replicas, &eligible, epoch,
+                )
+            })
+            .await?
+        else {
+            return Ok(false);
+        };
+        let updated = partition_metadata(&state, &replicas, version);
+        if updated == *p {
+            return Ok(false);
+        }
+        *p = updated;
+        Ok(true)
+    }
+
+    /// Puts `topic`, whose partitions `moved` changed, in the cache, applies
+    /// them to this broker's replicas and adds it to `changed` (nothing
+    /// when none moved).
+    pub(super) async fn take_up_moves(
+        &self,
+        topic: TopicMetadata,
+        moved: &[i32],
+        changed: &mut Vec<TopicMetadata>,
+    ) -> Result<(), TopicError> {
+        if moved.is_empty() {
+            return Ok(());
+        }
+        self.cache
+            .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+        self.apply_local(&topic, moved, &BTreeMap::new()).await?;
+        changed.push(topic);
+        Ok(())
     }
 }

@@ -22,7 +22,7 @@ use crate::actors::controller_channel::ControlRequest;
 use crate::cluster::TopicMetadata;
 pub use crate::controller::election::ElectionType;
 use crate::controller::election::{
-    elect_leader_candidate, elect_leader_on_state, leave_partition, partitions_to_rebalance,
+    elect_leader_candidate, elect_leader_on_state, partitions_to_rebalance,
 };
 use crate::topic_partition::TopicPartition;
 
@@ -202,19 +202,7 @@ impl Shared {
                     continue;
                 }
                 let tp = TopicPartition::new(topic.name.clone(), index);
-                let replicas = p.replicas.clone();
-                let epoch = self.controller_epoch();
-                let Some((state, version)) = self
-                    .rewrite_state(&tp, |state| {
-                        leave_partition(state, id, &replicas, eligible, epoch)
-                    })
-                    .await?
-                else {
-                    continue;
-                };
-                let updated = partition_metadata(&state, &replicas, version);
-                if updated != *p {
-                    *p = updated;
+                if self.leave(&tp, id, p, eligible).await? {
                     moved.push(index);
                 }
                 if p.leader == id {

@@ -407,6 +407,9 @@ impl Controller {
         self.follow_children(ctx, IsrChangeNotificationZNode::PATH, |names| {
             IsrChangesNotified { names }
         });
+        self.follow_children(ctx, LogDirEventNotificationZNode::PATH, |names| {
+            LogDirEventsNotified { names }
+        });
         self.follow_assignments(ctx);
         self.rebalance_leaders_periodically(ctx);
         ctx.run_interval(PENDING_DELETION_RETRY, |actor, ctx| {
@@ -752,6 +755,13 @@ controller_request!(
     } -> (), isr_changes_notified
 );
 
+controller_request!(
+    /// The children of `/log_dir_event_notification`, read after a change.
+    LogDirEventsNotified {
+        names: Vec<String>,
+    } -> (), log_dir_events_notified
+);
+
 /// Delete a topic and its data.
 #[derive(Debug)]
 pub struct DeleteTopic {
@@ -823,7 +833,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::controller_channel::{ChannelHandle, ControlRequest, ControllerChannel, Deliver};
 use crate::metadata::znodes::{
     BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
-    IsrChangeNotificationZNode,
+    IsrChangeNotificationZNode, LogDirEventNotificationZNode,
 };
 
 /// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
@@ -934,6 +944,7 @@ mod brokers;
 mod configs;
 mod elections;
 mod leadership;
+mod log_dirs;
 mod registration;
 mod replica_manager;
 mod requests;

@@ -34,11 +34,15 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, watch};
 
 use crate::clock::SharedClock;
-use crate::metadata::znodes::{IsrChangeNotificationZNode, LeaderAndIsr, TopicPartitionStateZNode};
+use crate::metadata::znodes::{
+    IsrChangeNotificationZNode, LeaderAndIsr, LogDirEventNotificationZNode,
+    TopicPartitionStateZNode,
+};
 use crate::metadata::{MetadataError, MetadataStore};
 use crate::replication::{
-    is_own_write, DelayedDeleteRecords, DelayedFlushes, DelayedProduce, DelayedProduces, InEpochUpdate, LeaderAndIsrView,
-    LeaderState, ReadReplica, ReplicationError, UncommittedAppends,
+    is_own_write, DelayedDeleteRecords, DelayedFlushes, DelayedProduce, DelayedProduces,
+    InEpochUpdate, LeaderAndIsrView, LeaderState, ReadReplica, ReplicationError,
+    UncommittedAppends,
 };
 use crate::storage::{AppendInfo, LogConfig, ReadInfo};
 use crate::topic_partition::TopicPartition;
@@ -456,8 +460,44 @@ impl PartitionActor {
     /// Note a log that went offline under this partition.
     fn observe<T>(&mut self, result: &Result<T, LogActorError>) {
         if matches!(result, Err(LogActorError::PartitionOffline { .. })) {
-            self.log_offline = true;
+            self.mark_log_offline();
         }
+    }
+
+    /// The log went offline (a disk fault): tell the controller, once per
+    /// outage, so that it moves the leadership away (Kafka's log dir
+    /// failure handling).
+    fn mark_log_offline(&mut self) {
+        if !self.log_offline {
+            self.log_offline = true;
+            self.notify_log_dir_event();
+        }
+    }
+
+    /// Leaves `/log_dir_event_notification/log_dir_event_<n>` naming this
+    /// broker: the controller then sends it a LeaderAndIsr for all its
+    /// replicas, moves leaders away from those answering
+    /// KAFKA_STORAGE_ERROR and restarts the fetchers of those back online.
+    fn notify_log_dir_event(&self) {
+        let Some(store) = self.replica.store.clone() else {
+            return;
+        };
+        let notice = LogDirEventNotificationZNode::encode(self.replica.broker_id);
+        let tp = self.tp.clone();
+        actix::spawn(async move {
+            for attempt in 1..=isr::NOTIFICATION_ATTEMPTS {
+                match store
+                    .create_sequential(LogDirEventNotificationZNode::PREFIX, notice.clone())
+                    .await
+                {
+                    Ok(_) => return,
+                    Err(e) if attempt == isr::NOTIFICATION_ATTEMPTS => {
+                        log::warn!("partition {tp}: the log dir event notification failed: {e}");
+                    }
+                    Err(_) => tokio::time::sleep(isr::ISR_WRITE_RETRY).await,
+                }
+            }
+        });
     }
 
     /// Before serving: if the log was offline, see whether it is back.
@@ -476,6 +516,9 @@ impl PartitionActor {
                         log::info!("partition {} serves again from its reopened log", actor.tp);
                         actor.log_offline = false;
                         actor.reset(offsets);
+                        // The controller takes it up again (a follower's
+                        // fetcher is started by its LeaderAndIsr).
+                        actor.notify_log_dir_event();
                     }
                 }),
         );
@@ -583,6 +626,9 @@ impl PartitionActor {
     /// the high watermark for the checkpoint.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         self.purgatory.retain(|reply| !reply.is_closed());
+        // A replica with an offline log may get no request to notice the
+        // log actor reopened it (a follower whose fetcher stopped).
+        self.ensure_log_online(ctx);
         let now = self.now_ms();
         let shrunk = match &self.role {
             Role::Leader(leader) => leader.shrink(now, self.replica.replica_lag_time_max_ms),
@@ -652,7 +698,7 @@ impl actix::Supervised for PartitionActor {
                 .into_actor(self)
                 .map(|result, actor, _ctx| match result {
                     Ok(offsets) => actor.reset(offsets),
-                    Err(LogActorError::PartitionOffline { .. }) => actor.log_offline = true,
+                    Err(LogActorError::PartitionOffline { .. }) => actor.mark_log_offline(),
                     Err(e) => actor.offline = Some(e.to_string()),
                 }),
         );

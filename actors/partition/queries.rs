@@ -207,9 +207,9 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
                 });
                 async move {
                     match waited {
-                        Ok(reply) => reply.await.unwrap_or(Err(
-                            ReplicationError::NotLeaderOrFollower.into(),
-                        )),
+                        Ok(reply) => reply
+                            .await
+                            .unwrap_or(Err(ReplicationError::NotLeaderOrFollower.into())),
                         Err(e) => Err(e),
                     }
                 }

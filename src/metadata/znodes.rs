@@ -677,6 +677,37 @@ pub struct LogDirEventNotificationZNode;
 
 impl LogDirEventNotificationZNode {
     pub const PATH: &'static str = "/log_dir_event_notification";
+    /// Prefix of the sequential notification znodes.
+    pub const PREFIX: &'static str = "/log_dir_event_notification/log_dir_event_";
+    /// Kafka's `LogDirEventNotificationHandler.LogDirFailureEvent`.
+    pub const LOG_DIR_FAILURE: i32 = 1;
+
+    pub fn path(name: &str) -> String {
+        format!("{}/{name}", Self::PATH)
+    }
+
+    /// `{"version":1,"broker":<id>,"event":1}`: what a broker leaves when
+    /// a log dir (here: a partition's log) fails.
+    pub fn encode(broker: i32) -> Vec<u8> {
+        to_json(&LogDirEventJson {
+            version: 1,
+            broker,
+            event: Self::LOG_DIR_FAILURE,
+        })
+    }
+
+    /// The broker a notification names.
+    pub fn decode(name: &str, bytes: &[u8]) -> Result<i32, MetadataError> {
+        let json: LogDirEventJson = parse(&Self::path(name), bytes)?;
+        Ok(json.broker)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct LogDirEventJson {
+    version: i32,
+    broker: i32,
+    event: i32,
 }
 
 /// `/consumers`: the legacy (ZooKeeper-based) consumer registry.
@@ -926,6 +957,21 @@ mod tests {
 
     /// Config, controller, epoch, offsets and cluster id use Kafka's layouts,
     /// including the plain-text and string-version quirks.
+    #[test]
+    fn log_dir_event_notification_layout() {
+        let bytes = LogDirEventNotificationZNode::encode(3);
+        assert_eq!(text(bytes.clone()), r#"{"version":1,"broker":3,"event":1}"#);
+        assert_eq!(
+            LogDirEventNotificationZNode::decode("log_dir_event_0000000001", &bytes)
+                .expect("event"),
+            3
+        );
+        assert_eq!(
+            LogDirEventNotificationZNode::path("log_dir_event_0000000001"),
+            "/log_dir_event_notification/log_dir_event_0000000001"
+        );
+    }
+
     #[test]
     fn small_znode_layouts() {
         let config = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);

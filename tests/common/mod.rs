@@ -509,3 +509,34 @@ pub fn replica_bytes(log_dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
         .flat_map(|p| std::fs::read(p).unwrap_or_default())
         .collect()
 }
+
+/// Run `chattr -R <flag>` on `path`: `+i` makes every file and directory
+/// in it immutable, so that writes through descriptors already open fail
+/// (EPERM) as they would on a disk gone read-only. A read-only remount,
+/// the literal fault, is refused (EBUSY) while the broker holds files
+/// open for writing, and could not be undone while it holds them either.
+pub fn chattr(flag: &str, path: &std::path::Path) {
+    let status = std::process::Command::new("chattr")
+        .args(["-R", flag])
+        .arg(path)
+        .status()
+        .expect("chattr runs");
+    assert!(
+        status.success(),
+        "chattr {flag} {}: run this test as root (CI does)",
+        path.display()
+    );
+}
+
+/// Makes a directory writable again when dropped, so that a failing test
+/// leaves nothing its temporary directory cannot remove.
+pub struct Writable(pub std::path::PathBuf);
+
+impl Drop for Writable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .args(["-R", "-i"])
+            .arg(&self.0)
+            .status();
+    }
+}
