@@ -458,13 +458,15 @@ partition_request!(
 partition_request!(
     /// As `Append`, but a flush the policy asks for is left to the sender
     /// (`AppendInfo::flush_due`), who sends one `Flush` for many appends.
-    AppendDeferringFlush { records: Bytes } -> AppendInfo,
+    /// The batches are stamped with `leader_epoch`, the sender's epoch in
+    /// force (-1: the cache's latest).
+    AppendDeferringFlush { records: Bytes, leader_epoch: i32 } -> AppendInfo,
     |log, now, msg| {
         fail::fail_point!("shard.append", |_| Err(LogError::io(
             log.dir(),
             std::io::Error::from_raw_os_error(libc::EIO)
         )));
-        log.append_deferring_flush(msg.records, now)
+        log.append_as_leader(msg.records, (msg.leader_epoch >= 0).then_some(msg.leader_epoch), now)
     }
 );
 

@@ -66,6 +66,7 @@ impl Handler<AppendRecords> for PartitionActor {
             log_actor::AppendDeferringFlush {
                 tp: self.tp.clone(),
                 records: msg.records,
+                leader_epoch: self.leader_epoch(),
             },
             ctx,
         );

@@ -62,15 +62,34 @@ impl LeaderEpochCache {
         self.entries.last().map(|e| e.epoch)
     }
 
-    /// Records that `epoch` starts at `start_offset`. An epoch older than
-    /// the latest, or one already known, changes nothing; entries at or
-    /// past `start_offset` with smaller epochs go (they were never
-    /// written or were truncated away).
+    /// Records that `epoch` starts at `start_offset`, as Kafka's
+    /// `LeaderEpochFileCache.assign`: the latest epoch again at or after
+    /// its start changes nothing; anything else is taken, and entries it
+    /// contradicts (an epoch at least as high, or a start at or past
+    /// `start_offset`) go, so the cache stays monotonic in both epoch and
+    /// offset. A contradiction means the log was cut without the cache
+    /// (logged).
     pub fn assign(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
-        if epoch < 0 || self.latest_epoch().is_some_and(|latest| epoch <= latest) {
+        if epoch < 0 {
             return Ok(());
         }
-        self.entries.retain(|e| e.start_offset < start_offset);
+        if let Some(latest) = self.entries.last() {
+            if latest.epoch == epoch && start_offset >= latest.start_offset {
+                return Ok(());
+            }
+        }
+        // An epoch that started where this one starts never got a record:
+        // it goes silently. A higher or equal epoch going is a contradiction.
+        let contradicted = self.entries.iter().filter(|e| e.epoch >= epoch).count();
+        if contradicted > 0 {
+            log::warn!(
+                "{}: leader epoch {epoch} at {start_offset} contradicts {contradicted} cached \
+                 epoch(s) as high or higher; they are dropped",
+                self.path.display()
+            );
+        }
+        self.entries
+            .retain(|e| e.epoch < epoch && e.start_offset < start_offset);
         self.entries.push(EpochEntry {
             epoch,
             start_offset,
@@ -190,13 +209,27 @@ mod tests {
     }
 
     #[test]
-    fn older_epochs_are_ignored_and_truncation_drops_entries() {
+    fn assignments_keep_the_cache_monotonic_and_truncation_drops_entries() {
         let (dir, mut c) = cache();
         c.assign(2, 0).unwrap();
-        c.assign(1, 5).unwrap();
+        // The latest epoch again, later: nothing changes.
         c.assign(2, 7).unwrap();
         c.assign(4, 9).unwrap();
-        assert_eq!(c.entries().len(), 2);
+        // An epoch started where a new one starts never got a record.
+        c.assign(5, 9).unwrap();
+        assert_eq!(
+            c.entries(),
+            &[
+                EpochEntry {
+                    epoch: 2,
+                    start_offset: 0
+                },
+                EpochEntry {
+                    epoch: 5,
+                    start_offset: 9
+                }
+            ]
+        );
         c.truncate_from_end(9).unwrap();
         assert_eq!(c.latest_epoch(), Some(2));
         c.assign(6, 9).unwrap();
@@ -214,6 +247,42 @@ mod tests {
             fs::read_to_string(dir.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap(),
             "0\n1\n6 12\n"
         );
+    }
+
+    /// Kafka's `maybeTruncateNonMonotonicEntries`: a lower epoch, or the
+    /// latest one at an earlier offset, replaces what contradicts it
+    /// instead of being ignored (which left an epoch ending where no
+    /// record of it was, and OffsetForLeaderEpoch answering from it).
+    #[test]
+    fn a_contradicting_assignment_replaces_the_entries_it_contradicts() {
+        let (_dir, mut c) = cache();
+        c.assign(1, 0).unwrap();
+        c.assign(3, 10).unwrap();
+        c.assign(5, 20).unwrap();
+        c.assign(2, 15).unwrap();
+        assert_eq!(
+            c.entries(),
+            &[
+                EpochEntry {
+                    epoch: 1,
+                    start_offset: 0
+                },
+                EpochEntry {
+                    epoch: 2,
+                    start_offset: 15
+                }
+            ]
+        );
+        // The latest epoch at an earlier offset moves its start back.
+        c.assign(2, 12).unwrap();
+        assert_eq!(
+            c.entries()[1],
+            EpochEntry {
+                epoch: 2,
+                start_offset: 12
+            }
+        );
+        assert_eq!(c.end_offset_for(1, 30), (1, 12));
     }
 
     #[test]

@@ -348,6 +348,18 @@ impl PartitionLog {
         records: impl Into<Bytes>,
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
+        self.append_as_leader(records, None, now_ms)
+    }
+
+    /// As `append_deferring_flush`, for a leader in `leader_epoch` (Kafka's
+    /// `appendAsLeader`): the batches are stamped with the epoch in force,
+    /// which the cache records if it is new. `None`: the cache's latest.
+    pub fn append_as_leader(
+        &mut self,
+        records: impl Into<Bytes>,
+        leader_epoch: Option<i32>,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
         let records: Bytes = records.into();
         if let Some((before, after)) = self.config.timestamp_bounds() {
             batch::check_timestamps(&records, now_ms, before, after)?;
@@ -366,7 +378,16 @@ impl PartitionLog {
             self.config.message_timestamp_type,
             self.config.max_message_bytes,
         )?;
-        assigned.partition_leader_epoch = self.leader_epochs.latest_epoch();
+        assigned.partition_leader_epoch = leader_epoch.or(self.leader_epochs.latest_epoch());
+        if let Some(epoch) = leader_epoch {
+            if self
+                .leader_epochs
+                .latest_epoch()
+                .is_none_or(|latest| epoch > latest)
+            {
+                self.leader_epochs.assign(epoch, self.log_end_offset())?;
+            }
+        }
         let producer_batches = producer_batches(&assigned);
         if !producer_batches.is_empty() {
             if let ProducerCheck::Duplicate(original) = self.producers.check(&producer_batches)? {
@@ -592,7 +613,10 @@ impl PartitionLog {
     /// its leader). Whole batches go: the end may land below `offset`.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
         if offset >= self.log_end_offset() {
-            return Ok(());
+            // No record goes, but an epoch this replica assigned at its log
+            // end as leader, without appending, must (Kafka's `truncateTo`):
+            // the new leader's epochs decide from here.
+            return self.leader_epochs.truncate_from_end(self.log_end_offset());
         }
         if offset <= self.segments[0].base_offset() {
             return self.truncate_fully_and_start_at(offset, now_ms);
@@ -1388,9 +1412,9 @@ fn sync_dir(path: &Path) -> Result<(), LogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::config::TimestampType;
     use crate::storage::producer_state::ProducerStateError;
     use crate::storage::testing::{batch_v2, batch_v2_at, batch_v2_idempotent};
-    use crate::storage::config::TimestampType;
     use bytes::BytesMut;
     use kafka_protocol::records::Compression;
 
@@ -1400,6 +1424,36 @@ mod tests {
 
     fn append(log: &mut PartitionLog, batch: &[u8], now_ms: i64) -> AppendInfo {
         log.append(BytesMut::from(batch), now_ms).unwrap()
+    }
+
+    /// A leader's appends carry the leader epoch in force (Kafka's
+    /// `appendAsLeader(records, leaderEpoch)`), recorded in the cache if
+    /// new, not whatever epoch the cache last saw; a truncation at the log
+    /// end drops an epoch assigned there without a record (Kafka's
+    /// `truncateTo` beyond the end).
+    #[test]
+    fn leader_appends_carry_the_epoch_in_force_and_a_cut_at_the_end_drops_empty_epochs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::create(dir.path(), tp(), LogConfig::default(), 0).unwrap();
+        log.assign_leader_epoch(1).unwrap();
+        log.append_as_leader(batch_v2(3, 10, Compression::None), Some(4), 1)
+            .unwrap();
+        assert_eq!(log.latest_leader_epoch(), Some(4));
+        assert_eq!(log.end_offset_for_epoch(1), (1, 0));
+        assert_eq!(log.end_offset_for_epoch(4), (4, 3));
+        let segment =
+            std::fs::read(dir.path().join("t-0").join("00000000000000000000.log")).unwrap();
+        let header = batch::EntryHeader::parse(&segment, 0).unwrap();
+        assert_eq!(
+            header.partition_leader_epoch, 4,
+            "stamped with the epoch in force"
+        );
+        // Leader again in epoch 6 at the end, then a follower cut at the end.
+        log.assign_leader_epoch(6).unwrap();
+        assert_eq!(log.latest_leader_epoch(), Some(6));
+        log.truncate_to(3, 2).unwrap();
+        assert_eq!(log.latest_leader_epoch(), Some(4));
+        assert_eq!(log.log_end_offset(), 3);
     }
 
     /// An idempotent producer's retry is answered with the original
