@@ -44,6 +44,24 @@ pub struct TopicMetadata {
     pub log_config: LogConfig,
 }
 
+impl TopicMetadata {
+    /// The same topic with only the partitions `indexes`: what the
+    /// controller sends when those changed (Kafka's
+    /// ControllerBrokerRequestBatch carries the partitions that changed,
+    /// and brokers merge them into what they know).
+    pub fn only(&self, indexes: &[i32]) -> TopicMetadata {
+        TopicMetadata {
+            partitions: self
+                .partitions
+                .iter()
+                .filter(|(index, _)| indexes.contains(index))
+                .map(|(index, p)| (*index, p.clone()))
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterMetadata {
     pub cluster_id: String,
@@ -141,5 +159,27 @@ mod tests {
         for bad in ["", ".", "..", "with space", "slash/", "ü", &"x".repeat(250)] {
             assert!(validate_topic_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_keeps_the_partitions_that_changed() {
+        let partition = |leader| PartitionMetadata {
+            leader,
+            leader_epoch: 1,
+            replicas: vec![0, 1],
+            isr: vec![0, 1],
+            zk_version: 0,
+        };
+        let topic = TopicMetadata {
+            name: "t".into(),
+            topic_id: [7; 16],
+            is_internal: false,
+            partitions: BTreeMap::from([(0, partition(0)), (1, partition(1)), (2, partition(0))]),
+            configs: BTreeMap::new(),
+            log_config: LogConfig::default(),
+        };
+        let delta = topic.only(&[1, 5]);
+        assert_eq!(delta.partitions, BTreeMap::from([(1, partition(1))]));
+        assert_eq!((delta.name.as_str(), delta.topic_id), ("t", [7; 16]));
     }
 }

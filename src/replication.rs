@@ -559,11 +559,6 @@ impl<R> DelayedDeleteRecords<R> {
         done
     }
 
-    /// The earliest deadline still waited for.
-    pub fn next_deadline_ms(&self) -> Option<i64> {
-        self.waiting.iter().map(|w| w.deadline_ms).min()
-    }
-
     /// Every waiting request (leadership went: each is answered
     /// NOT_LEADER_OR_FOLLOWER by the caller).
     pub fn drain(&mut self) -> impl Iterator<Item = R> + '_ {
@@ -999,7 +994,6 @@ mod tests {
         let mut delayed = DelayedDeleteRecords::default();
         delayed.park(40, 1_000, "a");
         delayed.park(60, 2_000, "b");
-        assert_eq!(delayed.next_deadline_ms(), Some(1_000));
         assert!(delayed.complete(10, 500).is_empty());
         assert_eq!(delayed.complete(45, 900), vec![("a", Ok(45))]);
         // Satisfied exactly at its deadline: success wins.
@@ -1012,6 +1006,6 @@ mod tests {
         );
         delayed.park(90, 4_000, "d");
         assert_eq!(delayed.drain().collect::<Vec<_>>(), vec!["d"]);
-        assert_eq!(delayed.next_deadline_ms(), None);
+        assert!(delayed.is_empty());
     }
 }

@@ -203,6 +203,7 @@ impl Shared {
             }
         }
         let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        let mut read: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in named {
             let Some(mut topic) = changed
                 .remove(&tp.topic)
@@ -219,14 +220,19 @@ impl Shared {
             };
             let state = TopicPartitionStateZNode::decode(&tp, &bytes)?;
             *p = partition_metadata(&state, &p.replicas, stat.version);
+            read.entry(tp.topic.clone()).or_default().push(tp.partition);
             changed.insert(tp.topic.clone(), topic);
         }
-        let changed: Vec<TopicMetadata> = changed.into_values().collect();
         self.cache.update(|m| {
-            for topic in &changed {
+            for topic in changed.values() {
                 m.topics.insert(topic.name.clone(), topic.clone());
             }
         });
+        // The other brokers hear of the partitions whose ISR changed only.
+        let changed: Vec<TopicMetadata> = changed
+            .into_iter()
+            .map(|(name, topic)| topic.only(read.get(&name).map_or(&[][..], Vec::as_slice)))
+            .collect();
         for broker in self.remote_brokers() {
             self.deliver(
                 broker,

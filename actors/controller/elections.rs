@@ -170,8 +170,8 @@ impl Shared {
     }
 
     /// Puts `topic`, whose partitions `moved` changed, in the cache, applies
-    /// them to this broker's replicas and adds it to `changed` (nothing
-    /// when none moved).
+    /// them to this broker's replicas and adds those partitions to
+    /// `changed` (nothing when none moved).
     pub(super) async fn take_up_moves(
         &self,
         topic: TopicMetadata,
@@ -184,7 +184,8 @@ impl Shared {
         self.cache
             .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
         self.apply_local(&topic, moved, &BTreeMap::new()).await?;
-        changed.push(topic);
+        // The other brokers are told of the partitions that moved only.
+        changed.push(topic.only(moved));
         Ok(())
     }
 }

@@ -72,6 +72,8 @@ impl Shared {
             .collect();
         let mut answers = Vec::with_capacity(wanted.len());
         let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
+        // Per topic, the partitions elected.
+        let mut elected: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in wanted {
             let Some(mut topic) = changed
                 .get(&tp.topic)
@@ -127,16 +129,15 @@ impl Shared {
                 partition_metadata(&state, &partition.replicas, version),
             );
             changed.insert(tp.topic.clone(), topic);
+            elected.entry(tp.topic.clone()).or_default().push(tp.partition);
             answers.push((tp, 0));
         }
-        let changed: Vec<TopicMetadata> = changed.into_values().collect();
-        for topic in &changed {
-            self.cache
-                .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
-            let indexes: Vec<i32> = topic.partitions.keys().copied().collect();
-            self.apply_local(topic, &indexes, &BTreeMap::new()).await?;
+        let mut sent = Vec::with_capacity(changed.len());
+        for (name, topic) in changed {
+            let indexes = elected.remove(&name).unwrap_or_default();
+            self.take_up_moves(topic, &indexes, &mut sent).await?;
         }
-        self.propagate(&changed);
+        self.propagate(&sent);
         Ok(answers)
     }
 }
@@ -222,7 +223,7 @@ impl Shared {
                 if id != self.broker_id {
                     self.apply_local(&topic, &moved, &BTreeMap::new()).await?;
                 }
-                changed.push(topic);
+                changed.push(topic.only(&moved));
             }
         }
         log::info!(

@@ -336,7 +336,9 @@ impl PartitionActor {
                 self.replica.replica_lag_time_max_ms,
             )
             .min(self.state.log_end_offset);
-        let isr_size = leader.isr.len();
+        // Kafka 3.x's `checkEnoughReplicasReachOffset` counts the maximal
+        // ISR: a member being removed still confirmed the records.
+        let isr_size = leader.maximal_isr().len();
         let before = self.state.high_watermark;
         if candidate > before {
             self.set_high_watermark(candidate);
