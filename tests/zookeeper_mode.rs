@@ -530,6 +530,64 @@ fn zookeeper_down_for_ten_seconds_changes_nothing() {
     );
 }
 
+/// A ZooKeeper server keeps a connection's watches only, and
+/// zookeeper-async does not send them again on reconnect (the Java
+/// client's SetWatches): a watch armed before ZooKeeper restarts, within
+/// the session, must still wake its waiter, and a watch armed after the
+/// reconnect must fire on the next change. Before the fix neither did, and
+/// a controller after a short ZooKeeper outage followed no broker change
+/// or ISR notification for the rest of its session (found by the soak).
+#[test]
+fn watches_survive_a_zookeeper_restart_within_the_session() {
+    let mut zk = ZooKeeperServer::start();
+    let view = root_store(&zk);
+    view.create("/watched", "");
+    let before = view
+        .runtime
+        .block_on(view.store.watch("/watched"))
+        .expect("watch");
+    zk.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    zk.resume();
+    view.wait_until("the session to be back", |v| {
+        v.runtime.block_on(v.store.get("/watched")).is_ok()
+    });
+    view.create("/watched/a", "");
+    let woke = view
+        .runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), before).await });
+    assert!(
+        woke.is_ok(),
+        "a watch armed before the restart wakes its waiter"
+    );
+    // Armed again (as every follow loop does after a wake), the watch
+    // fires on the next change. A wake without an event (the connection
+    // reset) means: arm again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut n = 0;
+    let event = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no watch fired after the reconnect"
+        );
+        let armed = view
+            .runtime
+            .block_on(view.store.watch("/watched"))
+            .expect("watch");
+        n += 1;
+        view.create(&format!("/watched/b{n}"), "");
+        match view
+            .runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), armed).await })
+        {
+            Ok(Ok(event)) => break event,
+            Ok(Err(_)) => continue,
+            Err(_) => panic!("a watch armed after the reconnect never fired"),
+        }
+    };
+    eprintln!("fired after the reconnect: {event:?}");
+}
+
 /// ZooKeeper-era tools write znodes instead of calling the broker:
 /// `kafka-topics.sh --zookeeper --create` writes `/config/topics/<t>` and a
 /// version-1 `/brokers/topics/<t>`; `--delete` writes

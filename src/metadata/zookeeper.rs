@@ -116,8 +116,8 @@ impl Watches {
         }
     }
 
-    /// The session ended: the server forgot every watch; drop the waiters
-    /// so they re-read.
+    /// The session ended, or the connection was replaced: the server
+    /// forgot every watch; drop the waiters so they arm again and re-read.
     fn expire(&mut self) {
         self.session += 1;
         self.paths.clear();
@@ -191,6 +191,25 @@ impl ZooKeeperStore {
                         expired.store(false, SeqCst);
                         sessions_tx.send_modify(|n| *n += 1);
                         log::info!("a new ZooKeeper session is established");
+                    }
+                    // A new connection in the same session (ZooKeeper
+                    // restarted, or another server of the ensemble): the
+                    // server keeps watches per connection, and
+                    // zookeeper-async sends no SetWatches on reconnect as
+                    // the Java client does, so every watch is gone. Wake
+                    // every waiter so that it arms its watch again and
+                    // re-reads (nothing changed meanwhile is missed).
+                    ZkState::Connected | ZkState::ConnectedReadOnly => {
+                        if let Ok(mut w) = listener_watches.lock() {
+                            if !w.paths.is_empty() {
+                                log::info!(
+                                    "reconnected to ZooKeeper in the same session: arming {} \
+                                     watch(es) again",
+                                    w.paths.len()
+                                );
+                            }
+                            w.expire();
+                        }
                     }
                     _ => {}
                 }
