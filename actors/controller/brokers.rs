@@ -192,16 +192,16 @@ impl Shared {
         if !self.is_active() || change.names.is_empty() {
             return Ok(());
         }
-        let mut named = std::collections::BTreeSet::new();
-        for name in &change.names {
-            let path = IsrChangeNotificationZNode::path(name);
-            if let Some((bytes, _)) = self.store.get(&path).await? {
-                match IsrChangeNotificationZNode::decode(name, &bytes) {
-                    Ok(tps) => named.extend(tps),
-                    Err(e) => log::warn!("ignoring {path}: {e}"),
-                }
-            }
-        }
+        let named: std::collections::BTreeSet<TopicPartition> = self
+            .read_notifications(
+                &change.names,
+                IsrChangeNotificationZNode::path,
+                IsrChangeNotificationZNode::decode,
+            )
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
         let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
         let mut read: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in named {
@@ -243,12 +243,42 @@ impl Shared {
         }
         // Deleted only once the states they name are read and sent: a
         // controller that dies before this leaves them for its successor.
-        for name in &change.names {
-            match self
-                .store
-                .delete(&IsrChangeNotificationZNode::path(name), None)
-                .await
-            {
+        self.delete_notifications(&change.names, IsrChangeNotificationZNode::path)
+            .await
+    }
+
+    /// Reads the sequential notifications `names` (their znodes at
+    /// `path_of`), each decoded; one that is gone or undecodable is skipped
+    /// (logged).
+    pub(super) async fn read_notifications<T>(
+        &self,
+        names: &[String],
+        path_of: fn(&str) -> String,
+        decode: fn(&str, &[u8]) -> Result<T, MetadataError>,
+    ) -> Result<Vec<T>, TopicError> {
+        let mut read = Vec::with_capacity(names.len());
+        for name in names {
+            let path = path_of(name);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                match decode(name, &bytes) {
+                    Ok(notice) => read.push(notice),
+                    Err(e) => log::warn!("ignoring {path}: {e}"),
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    /// Deletes the notifications `names` once handled (one already gone
+    /// counts as deleted). A controller that dies before leaves them for
+    /// its successor.
+    pub(super) async fn delete_notifications(
+        &self,
+        names: &[String],
+        path_of: fn(&str) -> String,
+    ) -> Result<(), TopicError> {
+        for name in names {
+            match self.store.delete(&path_of(name), None).await {
                 Ok(()) | Err(MetadataError::NoNode(_)) => {}
                 Err(e) => return Err(e.into()),
             }

@@ -19,18 +19,15 @@ impl Shared {
         if !self.is_active() || change.names.is_empty() {
             return Ok(());
         }
-        let mut brokers = std::collections::BTreeSet::new();
-        for name in &change.names {
-            let path = LogDirEventNotificationZNode::path(name);
-            if let Some((bytes, _)) = self.store.get(&path).await? {
-                match LogDirEventNotificationZNode::decode(name, &bytes) {
-                    Ok(broker) => {
-                        brokers.insert(broker);
-                    }
-                    Err(e) => log::warn!("ignoring {path}: {e}"),
-                }
-            }
-        }
+        let brokers: std::collections::BTreeSet<i32> = self
+            .read_notifications(
+                &change.names,
+                LogDirEventNotificationZNode::path,
+                LogDirEventNotificationZNode::decode,
+            )
+            .await?
+            .into_iter()
+            .collect();
         let live = self.live_brokers();
         for broker in brokers.into_iter().filter(|b| live.contains(b)) {
             let offline = self.offline_replicas_on(broker).await?;
@@ -46,19 +43,8 @@ impl Shared {
             let changed = self.leave_offline_replicas(broker, &offline).await?;
             self.propagate(&changed);
         }
-        // Deleted once handled: a controller that dies before leaves them
-        // for its successor.
-        for name in &change.names {
-            match self
-                .store
-                .delete(&LogDirEventNotificationZNode::path(name), None)
-                .await
-            {
-                Ok(()) | Err(MetadataError::NoNode(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        self.delete_notifications(&change.names, LogDirEventNotificationZNode::path)
+            .await
     }
 
     /// Sends `broker` a LeaderAndIsr for every replica it holds (this
