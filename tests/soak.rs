@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use acks::Timeline;
+use acks::{id_of, Timeline};
 use netns::{NetCluster, Node};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
@@ -282,10 +282,6 @@ impl Reports {
 }
 
 impl ClientContext for Reports {}
-
-fn id_of(payload: Option<&[u8]>) -> Option<u64> {
-    std::str::from_utf8(payload?).ok()?.parse().ok()
-}
 
 impl ProducerContext for Reports {
     type DeliveryOpaque = ();

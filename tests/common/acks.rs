@@ -236,7 +236,8 @@ impl ClientContext for Reports {
     }
 }
 
-fn id_of(payload: Option<&[u8]>) -> Option<u64> {
+/// The record id a checker's payload carries (its decimal text).
+pub fn id_of(payload: Option<&[u8]>) -> Option<u64> {
     std::str::from_utf8(payload?).ok()?.parse().ok()
 }
 
