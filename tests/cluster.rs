@@ -438,31 +438,8 @@ fn elect(
     topic: &str,
     partitions: &[i32],
 ) -> (i16, BTreeMap<i32, i16>) {
-    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
-    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ElectLeadersResponse, TopicName};
-    use kafka_protocol::protocol::StrBytes;
-    let response: ElectLeadersResponse = common::raw_request(
-        bootstrap,
-        ApiKey::ElectLeaders,
-        2,
-        &ElectLeadersRequest::default()
-            .with_election_type(election_type)
-            .with_timeout_ms(30_000)
-            .with_topic_partitions(Some(vec![TopicPartitions::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(partitions.to_vec())])),
-        Duration::from_secs(30),
-    );
-    let results = response
-        .replica_election_results
-        .iter()
-        .flat_map(|t| {
-            t.partition_result
-                .iter()
-                .map(|p| (p.partition_id, p.error_code))
-        })
-        .collect();
-    (response.error_code, results)
+    common::cluster::elect_leaders(bootstrap, election_type, topic, partitions)
+        .unwrap_or_else(|e| panic!("ElectLeaders to {bootstrap}: {e}"))
 }
 
 /// ElectLeaders (KIP-460) at the controller: preferred election where the
@@ -548,23 +525,7 @@ fn wait_slowly(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Whether `path` exists under the cluster's chroot in ZooKeeper.
 fn znode_exists(cluster: &Cluster, path: &str) -> bool {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let store = ferrolog::metadata::ZooKeeperStore::connect(
-            &format!("{}/cluster", cluster.zk.connect_string()),
-            Duration::from_secs(10),
-            Duration::from_secs(20),
-        )
-        .await
-        .expect("connect to ZooKeeper");
-        use ferrolog::metadata::MetadataStore;
-        let found = store.get(path).await.expect("get").is_some();
-        let _ = store.close().await;
-        found
-    })
+    cluster.read_znodes(&[path.to_string()])[0].is_some()
 }
 
 fn partition_metadata_of(cluster: &Cluster, broker: i32, dir: &str) -> Option<String> {
@@ -678,4 +639,98 @@ fn a_deletion_waits_for_offline_replicas_and_topic_ids_guard_the_logs() {
         std::fs::read_to_string(log_dir.join("again-0").join("partition.metadata")).ok(),
         Some(foreign.to_string())
     );
+}
+
+/// What a broker answers to Metadata for a topic, classified.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Answer {
+    /// Every partition, each with a leader.
+    Whole,
+    /// The topic error code (LEADER_NOT_AVAILABLE is Kafka's answer for a
+    /// topic that exists but is not in this broker's cache yet).
+    Error(i16),
+    /// No error, but fewer partitions than the topic has, or one without a
+    /// leader: librdkafka fails queued records for partitions that vanish.
+    Partial(usize),
+}
+
+/// Polls broker `address` with Metadata for `topic` (auto-creation
+/// allowed, as librdkafka's producer asks) from before it listens until it
+/// answers `Whole`, and counts each kind of answer.
+fn poll_metadata(address: String, topic: &str, partitions: usize) -> BTreeMap<Answer, usize> {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let mut answers = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let response: Result<MetadataResponse, String> = common::try_raw_request(
+            &address,
+            ApiKey::Metadata,
+            9,
+            &MetadataRequest::default()
+                .with_allow_auto_topic_creation(true)
+                .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(
+                    TopicName(StrBytes::from_string(topic.to_string())),
+                ))])),
+            Duration::from_secs(5),
+        );
+        let Ok(response) = response else {
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        };
+        let Some(t) = response.topics.first() else {
+            continue;
+        };
+        let answer = if t.error_code != 0 {
+            Answer::Error(t.error_code)
+        } else if t.partitions.len() == partitions
+            && t.partitions.iter().all(|p| p.leader_id.0 >= 0)
+        {
+            Answer::Whole
+        } else {
+            Answer::Partial(t.partitions.len())
+        };
+        *answers.entry(answer.clone()).or_default() += 1;
+        if answer == Answer::Whole {
+            break;
+        }
+    }
+    answers
+}
+
+/// A broker that restarts knows no topic until the controller's first
+/// UpdateMetadata reaches it. Asked meanwhile for an existing topic (with
+/// auto-creation allowed, as librdkafka's producer asks), it answers as
+/// Kafka does: LEADER_NOT_AVAILABLE (the creation finds the topic exists;
+/// clients retry). UNKNOWN_TOPIC_OR_PARTITION there made librdkafka fail
+/// the records it had queued for that topic (the soak saw thousands), and
+/// a partial topic would fail those of the partitions missing.
+#[test]
+fn a_restarted_broker_answers_an_existing_topic_it_does_not_know_yet_as_kafka_does() {
+    let mut cluster = Cluster::start(3);
+    create_replicated_topic(&cluster.bootstrap(0), "known", 6, 3);
+    cluster.wait_for(&[0, 1, 2], "known", "6 led partitions", |leaders, _, _| {
+        leaders.len() == 6 && leaders.values().all(|&l| l >= 0)
+    });
+    let (_, _, controller) = cluster.view(0, "known");
+    let mut seen: BTreeMap<Answer, usize> = BTreeMap::new();
+    for round in 0..4 {
+        let victim = (controller + 1 + round % 2) % 3;
+        let address = cluster.addresses[&victim].clone();
+        let _ = cluster.brokers.remove(&victim).expect("running").kill();
+        let poller = std::thread::spawn(move || poll_metadata(address, "known", 6));
+        cluster.start_broker(victim);
+        for (answer, count) in poller.join().expect("poller") {
+            *seen.entry(answer).or_default() += count;
+        }
+    }
+    eprintln!("answers while restarting: {seen:?}");
+    assert!(seen.contains_key(&Answer::Whole), "{seen:?}");
+    for answer in seen.keys() {
+        assert!(
+            matches!(answer, Answer::Whole | Answer::Error(5)),
+            "a restarted broker answered {answer:?} for an existing topic: {seen:?}"
+        );
+    }
 }

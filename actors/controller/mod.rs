@@ -57,6 +57,11 @@ pub enum TopicError {
     InvalidTopic(String),
     #[error("unknown topic '{0}'")]
     UnknownTopic(String),
+    /// The topic exists in the metadata store but this broker has not
+    /// heard of it from the controller yet (it just started, or the topic
+    /// was just created): Kafka's answer to an auto-creation that finds it.
+    #[error("topic '{0}' exists but its leaders are not known here yet")]
+    LeaderNotAvailable(String),
     #[error("{0}")]
     InvalidPartitions(String),
     #[error("{0}")]
@@ -110,6 +115,7 @@ impl TopicError {
             TopicError::AlreadyExists(_) => E::TopicAlreadyExists.code(),
             TopicError::InvalidTopic(_) => E::InvalidTopicException.code(),
             TopicError::UnknownTopic(_) => E::UnknownTopicOrPartition.code(),
+            TopicError::LeaderNotAvailable(_) => E::LeaderNotAvailable.code(),
             TopicError::InvalidPartitions(_) => E::InvalidPartitions.code(),
             TopicError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
             TopicError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),

@@ -84,8 +84,9 @@ pub async fn handle(
     CreateTopicsResponse::default().with_topics(results)
 }
 
-/// Create `name` with the broker defaults, as auto-creation does; a topic
-/// created meanwhile by someone else counts as success.
+/// Create `name` with the broker defaults, as auto-creation does. A topic
+/// that exists already is answered from this broker's cache, or with
+/// LEADER_NOT_AVAILABLE while the cache lacks it (Kafka's answer).
 pub async fn auto_create_topic(
     ctx: &BrokerContext,
     name: &str,
@@ -109,10 +110,12 @@ pub async fn auto_create_topic(
         .await
         .unwrap_or(Err(TopicError::Stopped));
     match outcome {
+        // Kafka's ZkAutoTopicCreationManager: another broker (or an earlier
+        // life of this one) created it; the clients retry.
         Err(TopicError::AlreadyExists(_)) => ctx
             .metadata
             .topic(name)
-            .ok_or_else(|| TopicError::UnknownTopic(name.to_string())),
+            .ok_or_else(|| TopicError::LeaderNotAvailable(name.to_string())),
         other => other,
     }
 }

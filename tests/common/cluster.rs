@@ -128,6 +128,31 @@ impl Cluster {
             .collect()
     }
 
+    /// Reads each of `paths` on a fresh session to the cluster's ZooKeeper
+    /// chroot: its data, or `None` where there is no such znode.
+    pub fn read_znodes(&self, paths: &[String]) -> Vec<Option<Vec<u8>>> {
+        use ferrolog::metadata::MetadataStore;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let store = ferrolog::metadata::ZooKeeperStore::connect(
+                &format!("{}/cluster", self.zk.connect_string()),
+                Duration::from_secs(10),
+                Duration::from_secs(20),
+            )
+            .await
+            .expect("connect to ZooKeeper");
+            let mut found = Vec::with_capacity(paths.len());
+            for path in paths {
+                found.push(store.get(path).await.expect("get").map(|(bytes, _)| bytes));
+            }
+            let _ = store.close().await;
+            found
+        })
+    }
+
     pub fn start_broker(&mut self, id: i32) {
         let mut overrides = self.overrides(id);
         if let Some(address) = self.addresses.get(&id) {
@@ -269,4 +294,40 @@ pub fn consume(bootstrap: &str, topic: &str, expected: usize) -> Vec<String> {
     seen.sort();
     seen.dedup();
     seen
+}
+
+/// ElectLeaders (v2; `election_type` 0 preferred, 1 unclean) for
+/// `topic`'s `partitions` at `bootstrap`: the top-level error code and
+/// each partition's; `Err` when the broker does not answer.
+pub fn elect_leaders(
+    bootstrap: &str,
+    election_type: i8,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<(i16, BTreeMap<i32, i16>), String> {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ElectLeadersResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let response: ElectLeadersResponse = super::try_raw_request(
+        bootstrap,
+        ApiKey::ElectLeaders,
+        2,
+        &ElectLeadersRequest::default()
+            .with_election_type(election_type)
+            .with_timeout_ms(30_000)
+            .with_topic_partitions(Some(vec![TopicPartitions::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(partitions.to_vec())])),
+        Duration::from_secs(60),
+    )?;
+    let results = response
+        .replica_election_results
+        .iter()
+        .flat_map(|t| {
+            t.partition_result
+                .iter()
+                .map(|p| (p.partition_id, p.error_code))
+        })
+        .collect();
+    Ok((response.error_code, results))
 }
