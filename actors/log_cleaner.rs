@@ -139,7 +139,7 @@ impl LogCleaner {
                 Err(e) => return Err(format!("the cleaning thread died: {e}")),
             };
             fail::fail_point!("cleaner.cleaned", |_| {
-                crate::storage::cleaner::crash_for_test()
+                crate::crash_for_test()
             });
             let outcome = Arc::new(outcome);
             let swapped = shard

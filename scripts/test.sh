@@ -72,6 +72,11 @@ fp_status=${PIPESTATUS[0]}
 cargo test --features failpoints --test replication a_panicking_replica_fetcher 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
+# The controller SIGKILLed in the middle of an operation (a creation, a
+# deletion, CreatePartitions, a preferred election, a controlled shutdown).
+cargo test --features failpoints --test controller_failover 2>&1 | tee -a "$log"
+fp_status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] && status=$fp_status
 set -e
 # The last binaries cargo runs (examples, benches) hold no tests; close with
 # the totals over every binary instead.

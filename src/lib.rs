@@ -43,6 +43,18 @@ macro_rules! internal_modules {
 }
 pub(crate) use internal_modules;
 
+/// A fail point's crash (`--features failpoints`): the process dies at
+/// once, as with an operator's SIGKILL, so crash recovery is tested at an
+/// exact step (a cleaner swap, a controller mid-operation).
+#[cfg(feature = "failpoints")]
+pub(crate) fn crash_for_test() -> ! {
+    // SAFETY: kill(2) on our own pid has no memory effects.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    std::process::abort()
+}
+
 // The public API: what `main`, embedders and extensions use.
 #[path = "../actors/mod.rs"]
 pub mod actors;

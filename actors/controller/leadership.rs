@@ -131,6 +131,10 @@ impl Shared {
             changed.insert(tp.topic.clone(), topic);
             elected.entry(tp.topic.clone()).or_default().push(tp.partition);
             answers.push((tp, 0));
+            // Killed here, one new leader is written and none is told.
+            fail::fail_point!("controller.elect_leaders.one_written", |_| {
+                crate::crash_for_test()
+            });
         }
         let mut sent = Vec::with_capacity(changed.len());
         for (name, topic) in changed {
@@ -205,6 +209,9 @@ impl Shared {
                 let tp = TopicPartition::new(topic.name.clone(), index);
                 if self.leave(&tp, id, p, eligible).await? {
                     moved.push(index);
+                    fail::fail_point!("controller.controlled_shutdown.one_moved", |_| {
+                        crate::crash_for_test()
+                    });
                 }
                 if p.leader == id {
                     remaining.push(tp);

@@ -400,12 +400,20 @@ impl Shared {
             Vec::new(),
         ));
         ops.extend(self.partition_state_ops(&name, &assignment));
+        fail::fail_point!("controller.create_topic.before_write", |_| {
+            crate::crash_for_test()
+        });
         self.controller_write(ops).await.map_err(|e| match e {
             TopicError::Store(MetadataError::NodeExists(_)) => {
                 TopicError::AlreadyExists(name.clone())
             }
             other => other,
         })?;
+        // Killed here, the topic is in the store with every partition's
+        // state but no broker was told: the next controller takes it up.
+        fail::fail_point!("controller.create_topic.written", |_| {
+            crate::crash_for_test()
+        });
         let topic = self
             .become_leader(&name, topic_id, &assignment, configs, log_config)
             .await?;
@@ -493,6 +501,9 @@ impl Shared {
         self.store
             .create_if_missing(&DeleteTopicsTopicZNode::path(&name))
             .await?;
+        fail::fail_point!("controller.delete_topic.marked", |_| {
+            crate::crash_for_test()
+        });
         self.delete_topic_data(&name).await
     }
 
@@ -689,6 +700,9 @@ impl Shared {
         }
         ops.extend(self.partition_state_ops(&name, &added));
         self.controller_write(ops).await?;
+        fail::fail_point!("controller.create_partitions.written", |_| {
+            crate::crash_for_test()
+        });
         self.take_up_partitions(name, &topic, &assignment).await
     }
 }

@@ -83,16 +83,6 @@ impl Cleanable {
     }
 }
 
-/// A fail point's crash: the process dies at once, as with SIGKILL.
-#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
-pub(crate) fn crash_for_test() -> ! {
-    // SAFETY: kill(2) on our own pid has no memory effects.
-    unsafe {
-        libc::kill(libc::getpid(), libc::SIGKILL);
-    }
-    std::process::abort()
-}
-
 /// A closed segment as the cleaner reads it.
 #[derive(Debug, Clone)]
 pub struct SourceSegment {

@@ -927,19 +927,19 @@ impl PartitionLog {
         rename(&format!(".{CLEANED_SUFFIX}"), &format!(".{SWAP_SUFFIX}"))?;
         fail::fail_point!(
             "cleaner.swap.committed",
-            |_| super::cleaner::crash_for_test()
+            |_| crate::crash_for_test()
         );
         let sources: Vec<Segment> = self.segments.drain(first..first + count).collect();
         for source in sources {
             source.delete()?;
         }
         fail::fail_point!("cleaner.swap.sources_deleted", |_| {
-            super::cleaner::crash_for_test()
+            crate::crash_for_test()
         });
         rename(&format!(".{SWAP_SUFFIX}"), "")?;
         let segment = Segment::open(&self.dir, base, &self.config, now_ms)?;
         self.segments.insert(first, segment);
-        fail::fail_point!("cleaner.swap.done", |_| super::cleaner::crash_for_test());
+        fail::fail_point!("cleaner.swap.done", |_| crate::crash_for_test());
         Ok(())
     }
 

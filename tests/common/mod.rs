@@ -390,6 +390,23 @@ where
     Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
     Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
 {
+    try_raw_request(bootstrap, api, version, request, timeout)
+        .unwrap_or_else(|e| panic!("{api:?} v{version} to {bootstrap}: {e}"))
+}
+
+/// [`raw_request`] to a broker that may die or close the connection before
+/// it answers: the failure as text.
+pub fn try_raw_request<Req, Resp>(
+    bootstrap: &str,
+    api: kafka_protocol::messages::ApiKey,
+    version: i16,
+    request: &Req,
+    timeout: Duration,
+) -> Result<Resp, String>
+where
+    Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
+    Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
+{
     use kafka_protocol::messages::{RequestHeader, ResponseHeader};
     use kafka_protocol::protocol::{Decodable, StrBytes};
     use std::io::{Read, Write};
@@ -398,19 +415,27 @@ where
         .with_request_api_version(version)
         .with_correlation_id(9)
         .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")));
-    let frame = ferrolog::protocol::encode_request(&header, api, request).expect("encodes");
-    let mut stream = std::net::TcpStream::connect(bootstrap).expect("connect");
-    stream.set_read_timeout(Some(timeout)).expect("timeout");
-    stream.write_all(&frame).expect("send");
+    let frame = ferrolog::protocol::encode_request(&header, api, request)
+        .map_err(|e| format!("encode: {e}"))?;
+    let mut stream =
+        std::net::TcpStream::connect(bootstrap).map_err(|e| format!("connect: {e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| format!("timeout: {e}"))?;
+    stream.write_all(&frame).map_err(|e| format!("send: {e}"))?;
     let mut prefix = [0u8; 4];
-    stream.read_exact(&mut prefix).expect("response length");
+    stream
+        .read_exact(&mut prefix)
+        .map_err(|e| format!("response length: {e}"))?;
     let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-    stream.read_exact(&mut body).expect("response body");
+    stream
+        .read_exact(&mut body)
+        .map_err(|e| format!("response body: {e}"))?;
     let mut buf = bytes::Bytes::from(body);
     let response_header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
-        .expect("response header");
+        .map_err(|e| format!("response header: {e}"))?;
     assert_eq!(response_header.correlation_id, 9);
-    Resp::decode(&mut buf, version).expect("response body decodes")
+    Resp::decode(&mut buf, version).map_err(|e| format!("response body decodes: {e}"))
 }
 
 /// Run a future (an rdkafka admin call) to completion on a fresh runtime.
