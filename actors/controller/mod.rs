@@ -186,6 +186,9 @@ struct Shared {
     /// Brokers in a controlled shutdown (active controller only): live,
     /// but never given a leadership, until they leave or register again.
     shutting_down: Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
+    /// The topic deletions in progress (active controller only): which
+    /// brokers have deleted their replicas.
+    deletions: Arc<std::sync::Mutex<crate::controller::deletion::TopicDeletions>>,
 }
 
 /// This broker's part in the controller election.
@@ -324,6 +327,7 @@ impl Controller {
             fetchers: ReplicaFetchers::new(fetcher_config),
             led: Arc::default(),
             shutting_down: Arc::default(),
+            deletions: Arc::default(),
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared

@@ -70,6 +70,8 @@ impl Shared {
             r.epoch_zk_version = epoch_zk_version;
         });
         self.cache.update(|m| m.controller_id = self.broker_id);
+        // A new term starts every deletion over from its mark in the store.
+        self.with_deletions(|d| d.clear());
         let activated = async {
             self.load_brokers().await?;
             self.finish_pending_deletions().await?;

@@ -186,20 +186,20 @@ impl Shared {
             .with_topic_states(topics)
     }
 
-    /// Tells the other brokers a topic is gone: StopReplica (deleting the
-    /// logs) to the live brokers holding its replicas, then UpdateMetadata
-    /// marking its partitions. Answers the brokers whose replicas are
-    /// deleted (they answered StopReplica without an error), as Kafka's
-    /// TopicDeletionManager waits for them; a broker that does not answer
-    /// in time stays pending.
+    /// Tells every other broker that `topic` is being deleted
+    /// (UpdateMetadata with Kafka's deletion leader), and asks the brokers
+    /// in `ask` to delete their replicas (StopReplica with deletion).
+    /// Answers, per broker asked, whether it deleted them all within
+    /// `DELETION_CONFIRMATION_TIMEOUT`.
     pub(super) async fn propagate_deletion(
         &self,
         topic: &TopicMetadata,
-    ) -> std::collections::BTreeSet<i32> {
-        let mut confirmations = Vec::new();
+        ask: &[i32],
+    ) -> Vec<(i32, bool)> {
         if !self.is_active() {
-            return std::collections::BTreeSet::new();
+            return Vec::new();
         }
+        let mut confirmations = Vec::new();
         let mut deleted = topic.clone();
         for p in deleted.partitions.values_mut() {
             p.leader = LEADER_DURING_DELETE;
@@ -216,14 +216,25 @@ impl Shared {
                         .with_delete_partition(true)
                 })
                 .collect();
-            if let (false, Some(channel)) = (held.is_empty(), self.channel(broker)) {
+            if let (true, false, Some(channel)) =
+                (ask.contains(&broker), held.is_empty(), self.channel(broker))
+            {
                 let request = ControlRequest::StopReplica(self.stop_replica_request(
                     broker,
                     vec![StopReplicaTopicState::default()
                         .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
                         .with_partition_states(held)],
                 ));
-                confirmations.push(async move { (broker, channel.send(Deliver(request)).await) });
+                // Each broker has its own time limit: one silent broker
+                // does not void the others' answers.
+                confirmations.push(async move {
+                    let answer = tokio::time::timeout(
+                        DELETION_CONFIRMATION_TIMEOUT,
+                        channel.send(Deliver(request)),
+                    )
+                    .await;
+                    (broker, answer)
+                });
             }
             self.deliver(
                 broker,
@@ -232,34 +243,44 @@ impl Shared {
                 )],
             );
         }
-        let answers = tokio::time::timeout(
-            DELETION_CONFIRMATION_TIMEOUT,
-            futures_util::future::join_all(confirmations),
-        )
-        .await
-        .unwrap_or_default();
-        answers
+        let mut answered: Vec<(i32, bool)> = futures_util::future::join_all(confirmations)
+            .await
             .into_iter()
-            .filter_map(|(broker, answer)| match answer {
-                Ok(Ok(answer)) if answer.error_code == 0 && answer.partition_errors == 0 => {
-                    Some(broker)
-                }
-                Ok(Ok(answer)) => {
-                    log::warn!(
-                        "broker {broker} did not delete topic {}'s replicas (error {}, {} \
-                         partition error(s))",
-                        topic.name,
-                        answer.error_code,
-                        answer.partition_errors
-                    );
-                    None
-                }
-                Ok(Err(e)) => {
-                    log::warn!("deleting topic {}'s replicas: {e}", topic.name);
-                    None
-                }
-                Err(_) => None,
+            .map(|(broker, answer)| {
+                let deleted = match answer {
+                    Ok(Ok(Ok(answer)))
+                        if answer.error_code == 0 && answer.partition_errors == 0 =>
+                    {
+                        true
+                    }
+                    Ok(Ok(Ok(answer))) => {
+                        log::warn!(
+                            "broker {broker} did not delete topic {}'s replicas (error {}, {} \
+                             partition error(s))",
+                            topic.name,
+                            answer.error_code,
+                            answer.partition_errors
+                        );
+                        false
+                    }
+                    Ok(Ok(Err(e))) => {
+                        log::warn!("deleting topic {}'s replicas: {e}", topic.name);
+                        false
+                    }
+                    Ok(Err(_)) | Err(_) => false,
+                };
+                (broker, deleted)
             })
-            .collect()
+            .collect();
+        // Asked, but no channel or no replica there: nothing to delete
+        // there means deleted; no channel means not reached.
+        for &broker in ask {
+            if answered.iter().any(|(b, _)| *b == broker) {
+                continue;
+            }
+            let holds = topic.partitions.values().any(|p| p.replicas.contains(&broker));
+            answered.push((broker, !holds));
+        }
+        answered
     }
 }

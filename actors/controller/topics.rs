@@ -507,12 +507,14 @@ impl Shared {
         self.delete_topic_data(&name).await
     }
 
-    /// Deletes a topic as Kafka's TopicDeletionManager does: this broker's
-    /// replicas at once, the other live brokers' through StopReplica with
-    /// deletion, and the topic's znodes (the deletion mark last) only once
-    /// no replica is left on an offline broker. Until then the topic stays
-    /// marked, is served nowhere, and cannot be created again; the broker's
-    /// return (`brokers_changed`) resumes the deletion.
+    /// Deletes a topic as Kafka's TopicDeletionManager does
+    /// (`controller::deletion`): every live broker holding replicas deletes
+    /// them (this one at once, the others through StopReplica with
+    /// deletion), and the topic's znodes go (the deletion mark last) only
+    /// once every holder has. Until then the topic stays marked, is served
+    /// nowhere, and cannot be created again; a holder's return
+    /// (`brokers_changed`) or the retry timer resumes the deletion, asking
+    /// only the holders that have not deleted yet.
     pub(super) async fn delete_topic_data(&self, name: &str) -> Result<(), TopicError> {
         let removed = self.cache.update(|m| m.topics.remove(name));
         let topic = match removed {
@@ -529,22 +531,32 @@ impl Shared {
             })
             .unwrap_or_default();
         let partition_count = partitions.len() as i32;
-        for &index in partitions.keys() {
-            let tp = TopicPartition::new(name, index);
-            self.stop_leading(&tp);
-            self.delete_log(&tp).await?;
+        let live = self.live_brokers();
+        let asked = self.with_deletions(|d| {
+            d.enqueue(name, partitions.values().flatten().copied());
+            d.start(name, |b| live.contains(&b))
+        });
+        if asked.contains(&self.broker_id) {
+            let mut deleted = true;
+            for &index in partitions.keys() {
+                let tp = TopicPartition::new(name, index);
+                self.stop_leading(&tp);
+                deleted &= self.delete_log(&tp).await?;
+            }
+            self.with_deletions(|d| d.answered(name, self.broker_id, deleted));
         }
-        let deleted_on = match &topic {
-            Some(topic) => self.propagate_deletion(topic).await,
-            None => std::collections::BTreeSet::new(),
-        };
-        let waiting: std::collections::BTreeSet<i32> = partitions
-            .values()
-            .flatten()
-            .copied()
-            .filter(|b| *b != self.broker_id && !deleted_on.contains(b))
-            .collect();
-        if !waiting.is_empty() {
+        if let Some(topic) = &topic {
+            let remote: Vec<i32> = asked
+                .iter()
+                .copied()
+                .filter(|&b| b != self.broker_id)
+                .collect();
+            for (broker, deleted) in self.propagate_deletion(topic, &remote).await {
+                self.with_deletions(|d| d.answered(name, broker, deleted));
+            }
+        }
+        if !self.with_deletions(|d| d.is_complete(name)) {
+            let waiting = self.with_deletions(|d| d.waiting_for(name));
             log::warn!(
                 "topic {name}: the deletion waits for broker(s) {waiting:?}, which hold replicas \
                  of it and have not deleted them (offline, or not answering)"
@@ -561,12 +573,21 @@ impl Shared {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.with_deletions(|d| d.complete(name));
         log::info!("deleted topic {name}");
         self.partitions.events.publish(BrokerEvent::TopicDeleted {
             topic: name.to_string(),
             partitions: partition_count,
         });
         Ok(())
+    }
+
+    /// Runs `change` on the deletions in progress.
+    pub(super) fn with_deletions<T>(
+        &self,
+        change: impl FnOnce(&mut crate::controller::deletion::TopicDeletions) -> T,
+    ) -> T {
+        change(&mut self.deletions.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// A topic as its znodes describe it (the assignment, and each

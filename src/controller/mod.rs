@@ -6,5 +6,8 @@
 //! - `election`: Kafka's partition leader election algorithms (offline,
 //!   unclean, preferred, controlled shutdown), a new partition's first
 //!   state, and the partitions the automatic rebalance moves back.
+//! - `deletion`: Kafka's TopicDeletionManager states: which brokers must
+//!   still delete their replicas of a topic being deleted.
 
+pub mod deletion;
 pub mod election;
