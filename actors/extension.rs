@@ -23,7 +23,7 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use crate::actors::consumer_group::{CommitOffsets, FetchOffsets};
-use crate::actors::controller::{CreateTopic, TopicError};
+use crate::actors::controller::{ControllerError, CreateTopic};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
 use crate::actors::partition::{Acks, AppendRecords, GetState, PartitionRegistry, ReadRecords};
@@ -244,7 +244,7 @@ impl ExtensionContext {
             validate_only: false,
         };
         match self.topics.send(create).await {
-            Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => Ok(()),
+            Ok(Ok(_)) | Ok(Err(ControllerError::AlreadyExists(_))) => Ok(()),
             Ok(Err(e)) => Err(ExtensionError::Kafka {
                 what: "create topic",
                 code: e.code(),

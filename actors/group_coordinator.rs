@@ -24,7 +24,7 @@ use super::consumer_group::{
     read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
     TopicDeleted,
 };
-use super::controller::{CreateTopic, TopicError};
+use super::controller::{CreateTopic, ControllerError};
 use super::event_bus::{BrokerEvent, EventBus, EventKind};
 use super::partition::PartitionRegistry;
 use super::pool::ActorPool;
@@ -315,7 +315,7 @@ impl Handler<FindGroupCoordinator> for GroupCoordinator {
             async move {
                 if let Some(create) = create {
                     match create.await {
-                        Ok(Ok(_)) | Ok(Err(TopicError::AlreadyExists(_))) => {}
+                        Ok(Ok(_)) | Ok(Err(ControllerError::AlreadyExists(_))) => {}
                         Ok(Err(e)) => {
                             log::warn!("cannot create {OFFSETS_TOPIC}: {e}");
                             return Err(ResponseError::CoordinatorNotAvailable);

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::actors::acceptor::{Acceptor, StopAccepting};
-use crate::actors::controller::{AdvertisedEndpoint, Controller, StopPartitions, TopicError};
+use crate::actors::controller::{AdvertisedEndpoint, Controller, ControllerError, StopPartitions};
 use crate::actors::event_bus::EventBus;
 use crate::actors::extension::{
     starter, Extension, ExtensionContext, ExtensionStarter, PositionStore,
@@ -56,7 +56,7 @@ pub enum BrokerError {
     },
     #[error("controller: {0}")]
     /// The controller refused a start-up step.
-    Controller(#[from] TopicError),
+    Controller(#[from] ControllerError),
     #[error("cannot listen on {address}: {source}")]
     /// The listener could not bind.
     Listen {

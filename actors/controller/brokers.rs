@@ -11,7 +11,7 @@ impl Shared {
 
     /// Reads `/brokers/ids` into the cache and keeps one channel per other
     /// live broker. Returns the ids that joined and left.
-    pub(super) async fn load_brokers(&self) -> Result<BrokerChanges, TopicError> {
+    pub(super) async fn load_brokers(&self) -> Result<BrokerChanges, ControllerError> {
         let mut live = BTreeMap::new();
         for child in self.store.children(BrokerIdsZNode::PATH).await? {
             let Ok(id) = child.parse::<i32>() else {
@@ -126,7 +126,7 @@ impl Shared {
     /// ISRs, offline partitions whose ISR member is back get it as leader
     /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
     /// every broker UpdateMetadata, and brokers that joined everything.
-    pub(super) async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), TopicError> {
+    pub(super) async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -188,7 +188,7 @@ impl Shared {
     pub(super) async fn isr_changes_notified(
         &self,
         change: IsrChangesNotified,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if !self.is_active() || change.names.is_empty() {
             return Ok(());
         }
@@ -255,7 +255,7 @@ impl Shared {
         names: &[String],
         path_of: fn(&str) -> String,
         decode: fn(&str, &[u8]) -> Result<T, MetadataError>,
-    ) -> Result<Vec<T>, TopicError> {
+    ) -> Result<Vec<T>, ControllerError> {
         let mut read = Vec::with_capacity(names.len());
         for name in names {
             let path = path_of(name);
@@ -276,7 +276,7 @@ impl Shared {
         &self,
         names: &[String],
         path_of: fn(&str) -> String,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         for name in names {
             match self.store.delete(&path_of(name), None).await {
                 Ok(()) | Err(MetadataError::NoNode(_)) => {}

@@ -23,7 +23,7 @@ impl Shared {
     pub(super) async fn make_offsets_topic_compacted(
         &self,
         configs: &mut BTreeMap<String, String>,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if configs.get("cleanup.policy").map(String::as_str) == Some("compact") {
             return Ok(());
         }
@@ -44,7 +44,7 @@ impl Shared {
         &self,
         name: &str,
         configs: &BTreeMap<String, String>,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         let path = ConfigEntityZNode::path(ConfigType::Topic, name);
         let data = ConfigEntityZNode::encode(configs);
         match self.store.set(&path, data.clone(), None).await {
@@ -60,7 +60,7 @@ impl Shared {
     pub(super) async fn topic_configs(
         &self,
         name: &str,
-    ) -> Result<BTreeMap<String, String>, TopicError> {
+    ) -> Result<BTreeMap<String, String>, ControllerError> {
         Ok(
             match self
                 .store
@@ -76,23 +76,23 @@ impl Shared {
     pub(super) fn log_config_for(
         &self,
         configs: &BTreeMap<String, String>,
-    ) -> Result<LogConfig, TopicError> {
+    ) -> Result<LogConfig, ControllerError> {
         let pairs: Vec<(String, String)> = configs
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         apply_topic_overrides(&self.base_log_config(), &pairs)
-            .map_err(|e| TopicError::InvalidConfig(e.to_string()))
+            .map_err(|e| ControllerError::InvalidConfig(e.to_string()))
     }
 
     /// Any broker alters a topic's configs as Kafka's `AdminZkClient`
     /// does: write `/config/topics/<topic>`, apply it here at once (so a
     /// DescribeConfigs that follows sees it), then leave a
     /// `/config/changes` notification that every other broker follows.
-    pub(super) async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), TopicError> {
+    pub(super) async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), ControllerError> {
         let name = request.name;
         if self.cache.topic(&name).is_none() {
-            return Err(TopicError::UnknownTopic(name));
+            return Err(ControllerError::UnknownTopic(name));
         }
         self.log_config_for(&request.configs)?;
         if request.validate_only {
@@ -113,7 +113,7 @@ impl Shared {
 
     /// Reads a topic's configs from the store and applies them: the
     /// partition actors led here and the metadata cache.
-    pub(super) async fn apply_topic_configs(&self, name: &str) -> Result<(), TopicError> {
+    pub(super) async fn apply_topic_configs(&self, name: &str) -> Result<(), ControllerError> {
         let Some(topic) = self.cache.topic(name) else {
             return Ok(());
         };
@@ -131,7 +131,7 @@ impl Shared {
                         config: log_config.clone(),
                     })
                     .await
-                    .map_err(|_| TopicError::Stopped)??;
+                    .map_err(|_| ControllerError::Stopped)??;
             }
         }
         self.cache.update(|m| {
@@ -159,7 +159,7 @@ impl Shared {
 
     /// `/config/changes` changed: apply the notifications newer than the
     /// last one handled (Kafka's `ZkNodeChangeNotificationListener`).
-    pub(super) async fn config_changed(&self, change: ConfigChanged) -> Result<(), TopicError> {
+    pub(super) async fn config_changed(&self, change: ConfigChanged) -> Result<(), ControllerError> {
         let seen = self
             .config_changes_seen
             .load(std::sync::atomic::Ordering::SeqCst);

@@ -45,7 +45,7 @@ impl Shared {
         replicas: &[i32],
         live: &[i32],
         unclean: bool,
-    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+    ) -> Result<Option<(LeaderAndIsr, i32)>, ControllerError> {
         self.rewrite_state(tp, |state| self.elect(tp, state, replicas, live, unclean))
             .await
     }
@@ -58,7 +58,7 @@ impl Shared {
         &self,
         tp: &TopicPartition,
         decide: impl Fn(&LeaderAndIsr) -> Option<LeaderAndIsr>,
-    ) -> Result<Option<(LeaderAndIsr, i32)>, TopicError> {
+    ) -> Result<Option<(LeaderAndIsr, i32)>, ControllerError> {
         let path = TopicPartitionStateZNode::path(tp);
         for _ in 0..ELECTION_ATTEMPTS {
             let Some((bytes, stat)) = self.store.get(&path).await? else {
@@ -98,11 +98,11 @@ impl Shared {
                     }
                     return Ok(Some((elected, written.version)));
                 }
-                Err(TopicError::Store(MetadataError::BadVersion { .. })) => continue,
+                Err(ControllerError::Store(MetadataError::BadVersion { .. })) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(TopicError::Store(MetadataError::BadVersion {
+        Err(ControllerError::Store(MetadataError::BadVersion {
             path,
             expected: -1,
             actual: -1,
@@ -112,7 +112,7 @@ impl Shared {
     /// [`Shared::reelect`] for every partition whose leader or an ISR
     /// member is not in `live`; applies the results here and answers the
     /// topics that changed (not yet sent to the other brokers).
-    pub(super) async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, TopicError> {
+    pub(super) async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, ControllerError> {
         let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
         let mut changed = Vec::new();
         for mut topic in topics {
@@ -148,7 +148,7 @@ impl Shared {
         broker: i32,
         p: &mut PartitionMetadata,
         eligible: impl Fn(i32) -> bool,
-    ) -> Result<bool, TopicError> {
+    ) -> Result<bool, ControllerError> {
         let replicas = p.replicas.clone();
         let epoch = self.controller_epoch();
         let Some((state, version)) = self
@@ -177,7 +177,7 @@ impl Shared {
         topic: TopicMetadata,
         moved: &[i32],
         changed: &mut Vec<TopicMetadata>,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if moved.is_empty() {
             return Ok(());
         }

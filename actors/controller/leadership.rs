@@ -17,7 +17,7 @@ use kafka_protocol::messages::stop_replica_request::{
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 
-use super::{partition_metadata, Controller, Shared, TopicError};
+use super::{partition_metadata, Controller, Shared, ControllerError};
 use crate::actors::controller_channel::ControlRequest;
 use crate::cluster::TopicMetadata;
 pub use crate::controller::election::ElectionType;
@@ -44,10 +44,10 @@ impl Shared {
     async fn elect_leaders(
         &self,
         request: ElectLeaders,
-    ) -> Result<Vec<(TopicPartition, i16)>, TopicError> {
+    ) -> Result<Vec<(TopicPartition, i16)>, ControllerError> {
         use kafka_protocol::error::ResponseError as E;
         if !self.is_active() {
-            return Err(TopicError::NotController);
+            return Err(ControllerError::NotController);
         }
         let wanted: Vec<TopicPartition> = match request.partitions {
             Some(partitions) => partitions,
@@ -169,13 +169,13 @@ impl Shared {
     async fn controlled_shutdown(
         &self,
         request: ControlledShutdown,
-    ) -> Result<Vec<TopicPartition>, TopicError> {
+    ) -> Result<Vec<TopicPartition>, ControllerError> {
         let id = request.broker_id;
         if !self.is_active() {
-            return Err(TopicError::NotController);
+            return Err(ControllerError::NotController);
         }
         if !self.live_brokers().contains(&id) {
-            return Err(TopicError::BrokerNotAvailable(id));
+            return Err(ControllerError::BrokerNotAvailable(id));
         }
         let current = if id == self.broker_id {
             self.role().broker_epoch
@@ -184,7 +184,7 @@ impl Shared {
         };
         // v0 and v1 carry no epoch (-1): nothing to check.
         if request.broker_epoch != -1 && request.broker_epoch < current {
-            return Err(TopicError::StaleBrokerEpoch {
+            return Err(ControllerError::StaleBrokerEpoch {
                 broker: id,
                 requested: request.broker_epoch,
                 current,
@@ -277,7 +277,7 @@ impl Shared {
     /// Kafka's `checkAndTriggerAutoLeaderRebalance`: partitions go back to
     /// their preferred replica where a broker's share of lost leaderships
     /// is above `leader.imbalance.per.broker.percentage`.
-    async fn rebalance_leaders(&self, _request: RebalanceLeaders) -> Result<usize, TopicError> {
+    async fn rebalance_leaders(&self, _request: RebalanceLeaders) -> Result<usize, ControllerError> {
         if !self.is_active() || !self.config.auto_leader_rebalance_enable {
             return Ok(0);
         }

@@ -15,7 +15,7 @@ impl Shared {
     pub(super) async fn log_dir_events_notified(
         &self,
         change: LogDirEventsNotified,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if !self.is_active() || change.names.is_empty() {
             return Ok(());
         }
@@ -51,7 +51,7 @@ impl Shared {
     /// broker's own through `apply_local`) and answers those that refused
     /// with KAFKA_STORAGE_ERROR. A replica back online takes its
     /// assignment up again on the way (a follower restarts its fetcher).
-    async fn offline_replicas_on(&self, broker: i32) -> Result<Vec<TopicPartition>, TopicError> {
+    async fn offline_replicas_on(&self, broker: i32) -> Result<Vec<TopicPartition>, ControllerError> {
         let topics: Vec<TopicMetadata> = self.cache.read(|m| {
             m.topics
                 .values()
@@ -110,7 +110,7 @@ impl Shared {
         &self,
         broker: i32,
         offline: &[TopicPartition],
-    ) -> Result<Vec<TopicMetadata>, TopicError> {
+    ) -> Result<Vec<TopicMetadata>, ControllerError> {
         let live = self.live_brokers();
         let shutting_down = self.shutting_down();
         let eligible = |b: i32| b != broker && live.contains(&b) && !shutting_down.contains(&b);

@@ -48,9 +48,12 @@ use kafka_protocol::error::ResponseError;
 /// Logs created at once while a topic is created (see `become_leader`).
 const LOG_CREATION_CONCURRENCY: usize = 4;
 
-/// Why a topic operation failed; each maps to one Kafka error code.
+/// Why a controller operation failed (a topic's creation, change or
+/// deletion, an election, a control request, the controller's own
+/// registration and election); each maps to one Kafka error code
+/// (`ControllerError::code`).
 #[derive(Debug, thiserror::Error)]
-pub enum TopicError {
+pub enum ControllerError {
     #[error("topic '{0}' already exists")]
     AlreadyExists(String),
     #[error("invalid topic: {0}")]
@@ -108,45 +111,45 @@ pub enum TopicError {
     },
 }
 
-impl TopicError {
+impl ControllerError {
     pub fn code(&self) -> i16 {
         use kafka_protocol::error::ResponseError as E;
         match self {
-            TopicError::AlreadyExists(_) => E::TopicAlreadyExists.code(),
-            TopicError::InvalidTopic(_) => E::InvalidTopicException.code(),
-            TopicError::UnknownTopic(_) => E::UnknownTopicOrPartition.code(),
-            TopicError::LeaderNotAvailable(_) => E::LeaderNotAvailable.code(),
-            TopicError::InvalidPartitions(_) => E::InvalidPartitions.code(),
-            TopicError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
-            TopicError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
-            TopicError::InvalidConfig(_) => E::InvalidConfig.code(),
-            TopicError::DeletionDisabled => E::TopicDeletionDisabled.code(),
-            TopicError::InvalidRequest(_) => E::InvalidRequest.code(),
-            TopicError::Log(e) => crate::api::error_code(e),
-            TopicError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
-            TopicError::PolicyViolation(_) => E::PolicyViolation.code(),
-            TopicError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
+            ControllerError::AlreadyExists(_) => E::TopicAlreadyExists.code(),
+            ControllerError::InvalidTopic(_) => E::InvalidTopicException.code(),
+            ControllerError::UnknownTopic(_) => E::UnknownTopicOrPartition.code(),
+            ControllerError::LeaderNotAvailable(_) => E::LeaderNotAvailable.code(),
+            ControllerError::InvalidPartitions(_) => E::InvalidPartitions.code(),
+            ControllerError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
+            ControllerError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
+            ControllerError::InvalidConfig(_) => E::InvalidConfig.code(),
+            ControllerError::DeletionDisabled => E::TopicDeletionDisabled.code(),
+            ControllerError::InvalidRequest(_) => E::InvalidRequest.code(),
+            ControllerError::Log(e) => crate::api::error_code(e),
+            ControllerError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
+            ControllerError::PolicyViolation(_) => E::PolicyViolation.code(),
+            ControllerError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
-            TopicError::ControllerElsewhere { .. }
-            | TopicError::NotController
-            | TopicError::ControllerMoved { .. } => E::NotController.code(),
-            TopicError::Store(_) | TopicError::Stopped | TopicError::DuplicateBrokerId { .. } => {
+            ControllerError::ControllerElsewhere { .. }
+            | ControllerError::NotController
+            | ControllerError::ControllerMoved { .. } => E::NotController.code(),
+            ControllerError::Store(_) | ControllerError::Stopped | ControllerError::DuplicateBrokerId { .. } => {
                 E::UnknownServerError.code()
             }
         }
     }
 }
 
-impl From<AssignmentError> for TopicError {
+impl From<AssignmentError> for ControllerError {
     fn from(e: AssignmentError) -> Self {
         match e {
-            AssignmentError::InvalidPartitions(_) => TopicError::InvalidPartitions(e.to_string()),
+            AssignmentError::InvalidPartitions(_) => ControllerError::InvalidPartitions(e.to_string()),
             AssignmentError::InvalidReplicationFactor { .. } => {
-                TopicError::InvalidReplicationFactor(e.to_string())
+                ControllerError::InvalidReplicationFactor(e.to_string())
             }
             AssignmentError::DuplicateBroker(_) => {
-                TopicError::InvalidReplicaAssignment(e.to_string())
+                ControllerError::InvalidReplicaAssignment(e.to_string())
             }
         }
     }
@@ -271,7 +274,7 @@ impl Controller {
         partitions: PartitionRuntime,
         advertised: AdvertisedEndpoint,
         fatal: BrokerFatal,
-    ) -> Result<Addr<Controller>, TopicError> {
+    ) -> Result<Addr<Controller>, ControllerError> {
         let broker_id = config.broker_id.max(0);
         ensure_paths(store.as_ref()).await?;
         let cluster_id = match store.get(ClusterIdZNode::path()).await? {
@@ -555,7 +558,7 @@ impl Controller {
         path: &'static str,
         message: fn(Vec<String>) -> M,
     ) where
-        M: Message<Result = Result<(), TopicError>> + Send + 'static,
+        M: Message<Result = Result<(), ControllerError>> + Send + 'static,
         Self: Handler<M>,
     {
         let store = self.shared.store.clone();
@@ -619,7 +622,7 @@ impl Controller {
                 let mut outcome = registration.register(store.as_ref()).await;
                 for _ in 1..RECLAIM_ATTEMPTS {
                     match outcome {
-                        Err(TopicError::Store(ref e)) => {
+                        Err(ControllerError::Store(ref e)) => {
                             log::warn!("cannot register again yet: {e}");
                             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                             outcome = registration.register(store.as_ref()).await;
@@ -691,11 +694,11 @@ macro_rules! controller_request {
         pub struct $name { $($(#[$field_doc])* pub $field: $ty),* }
 
         impl Message for $name {
-            type Result = Result<$out, TopicError>;
+            type Result = Result<$out, ControllerError>;
         }
 
         impl Handler<$name> for Controller {
-            type Result = AtomicResponse<Self, Result<$out, TopicError>>;
+            type Result = AtomicResponse<Self, Result<$out, ControllerError>>;
 
             fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
                 fail::fail_point!(concat!("controller.", stringify!($name)));
@@ -779,11 +782,11 @@ pub struct DeleteTopic {
 }
 
 impl Message for DeleteTopic {
-    type Result = Result<(), TopicError>;
+    type Result = Result<(), ControllerError>;
 }
 
 impl Handler<DeleteTopic> for Controller {
-    type Result = AtomicResponse<Self, Result<(), TopicError>>;
+    type Result = AtomicResponse<Self, Result<(), ControllerError>>;
 
     fn handle(&mut self, msg: DeleteTopic, _ctx: &mut Context<Self>) -> Self::Result {
         let shared = self.shared.clone();
@@ -889,7 +892,7 @@ controller_request!(
 pub struct ApplyLeaderAndIsr(pub LeaderAndIsrRequest);
 
 impl Message for ApplyLeaderAndIsr {
-    type Result = Result<LeaderAndIsrResponse, TopicError>;
+    type Result = Result<LeaderAndIsrResponse, ControllerError>;
 }
 
 /// An UpdateMetadata request from the controller.
@@ -897,7 +900,7 @@ impl Message for ApplyLeaderAndIsr {
 pub struct ApplyUpdateMetadata(pub UpdateMetadataRequest);
 
 impl Message for ApplyUpdateMetadata {
-    type Result = Result<UpdateMetadataResponse, TopicError>;
+    type Result = Result<UpdateMetadataResponse, ControllerError>;
 }
 
 /// A StopReplica request from the controller.
@@ -905,13 +908,13 @@ impl Message for ApplyUpdateMetadata {
 pub struct ApplyStopReplica(pub StopReplicaRequest);
 
 impl Message for ApplyStopReplica {
-    type Result = Result<StopReplicaResponse, TopicError>;
+    type Result = Result<StopReplicaResponse, ControllerError>;
 }
 
 macro_rules! control_handler {
     ($message:ident -> $response:ty, $method:ident) => {
         impl Handler<$message> for Controller {
-            type Result = AtomicResponse<Self, Result<$response, TopicError>>;
+            type Result = AtomicResponse<Self, Result<$response, ControllerError>>;
 
             fn handle(&mut self, msg: $message, _ctx: &mut Context<Self>) -> Self::Result {
                 let shared = self.shared.clone();

@@ -45,7 +45,7 @@ impl Shared {
     }
 
     /// The broker id in `/controller`, -1 when nobody holds it.
-    pub(super) async fn controller_holder(&self) -> Result<i32, TopicError> {
+    pub(super) async fn controller_holder(&self) -> Result<i32, ControllerError> {
         Ok(match self.store.get(ControllerZNode::path()).await? {
             Some((bytes, _)) => ControllerZNode::decode(&bytes)?,
             None => -1,
@@ -63,7 +63,7 @@ impl Shared {
         &self,
         epoch: i32,
         epoch_zk_version: i32,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         self.set_role(|r| {
             r.active = true;
             r.controller_epoch = epoch;
@@ -76,7 +76,7 @@ impl Shared {
             self.load_brokers().await?;
             self.finish_pending_deletions().await?;
             self.load_topics().await?;
-            Ok::<_, TopicError>(())
+            Ok::<_, ControllerError>(())
         }
         .await;
         if let Err(e) = activated {
@@ -133,10 +133,10 @@ impl Shared {
     pub(super) async fn controller_write(
         &self,
         ops: Vec<StoreOp>,
-    ) -> Result<Vec<Stat>, TopicError> {
+    ) -> Result<Vec<Stat>, ControllerError> {
         let role = self.role();
         if !role.active {
-            return Err(TopicError::NotController);
+            return Err(ControllerError::NotController);
         }
         let mut fenced = Vec::with_capacity(ops.len() + 1);
         fenced.push(StoreOp::Check {
@@ -159,7 +159,7 @@ impl Shared {
                     self.broker_id,
                     role.controller_epoch
                 );
-                Err(TopicError::ControllerMoved {
+                Err(ControllerError::ControllerMoved {
                     epoch: role.controller_epoch,
                 })
             }
@@ -168,7 +168,7 @@ impl Shared {
     }
 
     /// Standby: `/controller` is empty; run for it.
-    pub(super) async fn try_elect(&self, registration: Registration) -> Result<bool, TopicError> {
+    pub(super) async fn try_elect(&self, registration: Registration) -> Result<bool, ControllerError> {
         let role = self.role();
         if role.active || role.registering {
             return Ok(false);
@@ -220,7 +220,7 @@ impl Registration {
 
     /// Registers the broker; its epoch is the registration's creation
     /// zxid (KIP-380).
-    pub(super) async fn register(&self, store: &dyn MetadataStore) -> Result<i64, TopicError> {
+    pub(super) async fn register(&self, store: &dyn MetadataStore) -> Result<i64, ControllerError> {
         let broker_id = self.broker_id;
         let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
         let info = BrokerInfo {
@@ -236,9 +236,9 @@ impl Registration {
         .await
         .map_err(|e| match e {
             ClaimError::HeldByAnother { owner, .. } => {
-                TopicError::DuplicateBrokerId { broker_id, owner }
+                ControllerError::DuplicateBrokerId { broker_id, owner }
             }
-            ClaimError::Store(e) => TopicError::Store(e),
+            ClaimError::Store(e) => ControllerError::Store(e),
         })?;
         Ok(registered.creation_zxid)
     }
@@ -255,7 +255,7 @@ impl Registration {
     pub(super) async fn elect(
         &self,
         store: &dyn MetadataStore,
-    ) -> Result<Option<(i32, i32)>, TopicError> {
+    ) -> Result<Option<(i32, i32)>, ControllerError> {
         let broker_id = self.broker_id;
         let now_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
         let claim = ControllerZNode::encode(broker_id, now_ms);
@@ -290,7 +290,7 @@ impl Registration {
                 // Our own previous process: wait for its session to end.
                 let now = std::time::Instant::now();
                 if now >= deadline {
-                    return Err(TopicError::ControllerElsewhere {
+                    return Err(ControllerError::ControllerElsewhere {
                         owner: stat.ephemeral_owner,
                     });
                 }

@@ -22,14 +22,14 @@ impl Shared {
 
     /// Deletes `tp`'s log here; a log that is already gone counts as
     /// deleted. `Ok(false)`: the deletion failed (logged).
-    pub(super) async fn delete_log(&self, tp: &TopicPartition) -> Result<bool, TopicError> {
+    pub(super) async fn delete_log(&self, tp: &TopicPartition) -> Result<bool, ControllerError> {
         match self.log.delete.send(DeleteLog { tp: tp.clone() }).await {
             Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => Ok(true),
             Ok(Err(e)) => {
                 log::error!("deleting the log of {tp} failed: {e}");
                 Ok(false)
             }
-            Err(_) => Err(TopicError::Stopped),
+            Err(_) => Err(ControllerError::Stopped),
         }
     }
 
@@ -45,7 +45,7 @@ impl Shared {
         topic: &TopicMetadata,
         indexes: &[i32],
         addresses: &BTreeMap<i32, String>,
-    ) -> Result<Vec<(i32, i16)>, TopicError> {
+    ) -> Result<Vec<(i32, i16)>, ControllerError> {
         let mine: Vec<(TopicPartition, PartitionMetadata)> = indexes
             .iter()
             .filter_map(|index| {
@@ -73,7 +73,7 @@ impl Shared {
                 }
             });
         use futures_util::StreamExt;
-        let mut found: HashMap<TopicPartition, Result<LogOffsets, TopicError>> =
+        let mut found: HashMap<TopicPartition, Result<LogOffsets, ControllerError>> =
             futures_util::stream::iter(missing)
                 .buffer_unordered(LOG_CREATION_CONCURRENCY)
                 .collect()
@@ -131,7 +131,7 @@ impl Shared {
                     }
                     (handle, offsets)
                 }
-                Some(Err(TopicError::Log(
+                Some(Err(ControllerError::Log(
                     e @ LogActorError::Log(crate::storage::LogError::InconsistentTopicId { .. }),
                 ))) => {
                     // Kafka refuses the partition and keeps the files for
@@ -140,7 +140,7 @@ impl Shared {
                     codes.push((tp.partition, ResponseError::InconsistentTopicId.code()));
                     continue;
                 }
-                Some(Err(TopicError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
+                Some(Err(ControllerError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
                     // A log that cannot be read: this partition stays
                     // offline here, the rest are served.
                     log::error!("partition {tp} stays offline: {e}");
@@ -273,7 +273,7 @@ impl Shared {
     pub(super) async fn apply_leader_and_isr(
         &self,
         request: ApplyLeaderAndIsr,
-    ) -> Result<LeaderAndIsrResponse, TopicError> {
+    ) -> Result<LeaderAndIsrResponse, ControllerError> {
         let request = request.0;
         if let Err(code) = self
             .fence(
@@ -348,7 +348,7 @@ impl Shared {
     pub(super) async fn apply_update_metadata(
         &self,
         request: ApplyUpdateMetadata,
-    ) -> Result<UpdateMetadataResponse, TopicError> {
+    ) -> Result<UpdateMetadataResponse, ControllerError> {
         let request = request.0;
         if let Err(code) = self
             .fence(
@@ -425,7 +425,7 @@ impl Shared {
     pub(super) async fn apply_stop_replica(
         &self,
         request: ApplyStopReplica,
-    ) -> Result<StopReplicaResponse, TopicError> {
+    ) -> Result<StopReplicaResponse, ControllerError> {
         let request = request.0;
         if let Err(code) = self
             .fence(

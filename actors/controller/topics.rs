@@ -5,14 +5,14 @@
 use super::*;
 
 impl Shared {
-    pub(super) async fn resume_deletions(&self, _msg: ResumeDeletions) -> Result<(), TopicError> {
+    pub(super) async fn resume_deletions(&self, _msg: ResumeDeletions) -> Result<(), ControllerError> {
         if !self.is_active() || !self.config.delete_topic_enable {
             return Ok(());
         }
         self.finish_pending_deletions().await
     }
 
-    pub(super) async fn finish_pending_deletions(&self) -> Result<(), TopicError> {
+    pub(super) async fn finish_pending_deletions(&self) -> Result<(), ControllerError> {
         for topic in self
             .store
             .children(crate::metadata::znodes::DeleteTopicsZNode::path())
@@ -24,7 +24,7 @@ impl Shared {
         Ok(())
     }
 
-    pub(super) async fn load_topics(&self) -> Result<(), TopicError> {
+    pub(super) async fn load_topics(&self) -> Result<(), ControllerError> {
         for name in self.store.children(TopicsZNode::path()).await? {
             // A deletion waiting for an offline replica: not served again.
             if self.marked_for_deletion(&name).await? {
@@ -37,7 +37,7 @@ impl Shared {
 
     /// Whether `/admin/delete_topics/<name>` marks the topic (a deletion in
     /// progress, or waiting for a broker that holds one of its replicas).
-    pub(super) async fn marked_for_deletion(&self, name: &str) -> Result<bool, TopicError> {
+    pub(super) async fn marked_for_deletion(&self, name: &str) -> Result<bool, ControllerError> {
         Ok(self
             .store
             .get(&DeleteTopicsTopicZNode::path(name))
@@ -47,7 +47,7 @@ impl Shared {
 
     /// Takes up a topic from its znodes: ids and missing partition states
     /// are filled in, the partitions led here start.
-    pub(super) async fn load_topic(&self, name: &str) -> Result<(), TopicError> {
+    pub(super) async fn load_topic(&self, name: &str) -> Result<(), ControllerError> {
         let Some((bytes, stat)) = self.store.get(&TopicZNode::path(name)).await? else {
             return Ok(());
         };
@@ -89,7 +89,7 @@ impl Shared {
     /// ZooKeeper-era admin tool, `kafka-topics.sh --zookeeper`) created
     /// there, as Kafka's `TopicChange` handler does. Topics this
     /// controller created are known already.
-    pub(super) async fn topics_changed(&self, change: TopicsChanged) -> Result<(), TopicError> {
+    pub(super) async fn topics_changed(&self, change: TopicsChanged) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -128,7 +128,7 @@ impl Shared {
         name: String,
         topic: &TopicMetadata,
         assignment: &BTreeMap<i32, Vec<i32>>,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         let updated = self
             .become_leader(
                 &name,
@@ -153,7 +153,7 @@ impl Shared {
     pub(super) async fn assignment_changed(
         &self,
         change: AssignmentChanged,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -187,7 +187,7 @@ impl Shared {
     pub(super) async fn deletions_requested(
         &self,
         marks: DeletionsRequested,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -226,7 +226,7 @@ impl Shared {
         assignment: &BTreeMap<i32, Vec<i32>>,
         configs: BTreeMap<String, String>,
         log_config: LogConfig,
-    ) -> Result<TopicMetadata, TopicError> {
+    ) -> Result<TopicMetadata, ControllerError> {
         let live = self.live_brokers();
         let unclean = self.unclean_allowed(&configs);
         let mut partitions = BTreeMap::new();
@@ -283,13 +283,13 @@ impl Shared {
     pub(super) async fn create_topic(
         &self,
         request: CreateTopic,
-    ) -> Result<TopicMetadata, TopicError> {
+    ) -> Result<TopicMetadata, ControllerError> {
         let name = request.name;
-        validate_topic_name(&name).map_err(|e| TopicError::InvalidTopic(e.to_string()))?;
+        validate_topic_name(&name).map_err(|e| ControllerError::InvalidTopic(e.to_string()))?;
         if self.cache.topic(&name).is_some()
             || self.store.get(&TopicZNode::path(&name)).await?.is_some()
         {
-            return Err(TopicError::AlreadyExists(name));
+            return Err(ControllerError::AlreadyExists(name));
         }
         let brokers = self.live_brokers();
         let assignment = if request.assignments.is_empty() {
@@ -310,7 +310,7 @@ impl Shared {
             assign_for_new_topic(&racked, partitions, replication_factor, seed_for(&name))?
         } else {
             if request.num_partitions != -1 || request.replication_factor != -1 {
-                return Err(TopicError::InvalidRequest(
+                return Err(ControllerError::InvalidRequest(
                     "both replica assignments and partitions/replication factor were given".into(),
                 ));
             }
@@ -368,8 +368,8 @@ impl Shared {
             // does from any broker; the controller's watch on
             // /brokers/topics takes it up and elects its leaders.
             self.store.multi(ops).await.map_err(|e| match e {
-                MetadataError::NodeExists(_) => TopicError::AlreadyExists(name.clone()),
-                other => TopicError::Store(other),
+                MetadataError::NodeExists(_) => ControllerError::AlreadyExists(name.clone()),
+                other => ControllerError::Store(other),
             })?;
             log::info!("wrote topic {name} for the controller to take up");
             return Ok(TopicMetadata {
@@ -404,8 +404,8 @@ impl Shared {
             crate::crash_for_test()
         });
         self.controller_write(ops).await.map_err(|e| match e {
-            TopicError::Store(MetadataError::NodeExists(_)) => {
-                TopicError::AlreadyExists(name.clone())
+            ControllerError::Store(MetadataError::NodeExists(_)) => {
+                ControllerError::AlreadyExists(name.clone())
             }
             other => other,
         })?;
@@ -438,18 +438,18 @@ impl Shared {
     pub(super) fn check_open_files<'a>(
         &self,
         replicas: impl Iterator<Item = &'a Vec<i32>>,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         let here = replicas.filter(|r| r.contains(&self.broker_id)).count();
         match crate::open_files::refuse_if_out_of_files(here) {
-            Some(reason) => Err(TopicError::PolicyViolation(reason)),
+            Some(reason) => Err(ControllerError::PolicyViolation(reason)),
             None => Ok(()),
         }
     }
 
-    pub(super) fn check_partition_count(&self, count: i32) -> Result<(), TopicError> {
+    pub(super) fn check_partition_count(&self, count: i32) -> Result<(), ControllerError> {
         let max = self.config.create_topic_max_partitions;
         if count > max {
-            return Err(TopicError::InvalidPartitions(format!(
+            return Err(ControllerError::InvalidPartitions(format!(
                 "{count} partitions is more than create.topic.max.partitions ({max})"
             )));
         }
@@ -483,12 +483,12 @@ impl Shared {
         ops
     }
 
-    pub(super) async fn delete_topic(&self, name: String) -> Result<(), TopicError> {
+    pub(super) async fn delete_topic(&self, name: String) -> Result<(), ControllerError> {
         if !self.config.delete_topic_enable {
-            return Err(TopicError::DeletionDisabled);
+            return Err(ControllerError::DeletionDisabled);
         }
         if self.cache.topic(&name).is_none() {
-            return Err(TopicError::UnknownTopic(name));
+            return Err(ControllerError::UnknownTopic(name));
         }
         if !self.is_active() {
             // The mark alone: the controller's watch deletes the topic.
@@ -515,7 +515,7 @@ impl Shared {
     /// nowhere, and cannot be created again; a holder's return
     /// (`brokers_changed`) or the retry timer resumes the deletion, asking
     /// only the holders that have not deleted yet.
-    pub(super) async fn delete_topic_data(&self, name: &str) -> Result<(), TopicError> {
+    pub(super) async fn delete_topic_data(&self, name: &str) -> Result<(), ControllerError> {
         let removed = self.cache.update(|m| m.topics.remove(name));
         let topic = match removed {
             Some(topic) => Some(topic),
@@ -596,7 +596,7 @@ impl Shared {
     pub(super) async fn topic_from_store(
         &self,
         name: &str,
-    ) -> Result<Option<TopicMetadata>, TopicError> {
+    ) -> Result<Option<TopicMetadata>, ControllerError> {
         let Some((bytes, _)) = self.store.get(&TopicZNode::path(name)).await? else {
             return Ok(None);
         };
@@ -626,15 +626,15 @@ impl Shared {
     pub(super) async fn create_partitions(
         &self,
         request: CreatePartitions,
-    ) -> Result<(), TopicError> {
+    ) -> Result<(), ControllerError> {
         let name = request.name;
         let Some(topic) = self.cache.topic(&name) else {
-            return Err(TopicError::UnknownTopic(name));
+            return Err(ControllerError::UnknownTopic(name));
         };
         let current = topic.partitions.len() as i32;
         self.check_partition_count(request.count)?;
         if request.count <= current {
-            return Err(TopicError::InvalidPartitions(format!(
+            return Err(ControllerError::InvalidPartitions(format!(
                 "topic {name} has {current} partitions; the new count {} must be larger",
                 request.count
             )));
@@ -648,7 +648,7 @@ impl Shared {
         let added = match request.assignments {
             Some(lists) => {
                 if lists.len() as i32 != request.count - current {
-                    return Err(TopicError::InvalidReplicaAssignment(format!(
+                    return Err(ControllerError::InvalidReplicaAssignment(format!(
                         "{} assignments given for {} new partitions",
                         lists.len(),
                         request.count - current
@@ -751,7 +751,7 @@ pub(super) async fn find_or_create_log(
     tp: TopicPartition,
     config: LogConfig,
     topic_id: [u8; 16],
-) -> Result<LogOffsets, TopicError> {
+) -> Result<LogOffsets, ControllerError> {
     let offsets = find_or_create_untied_log(log, tp.clone(), config).await?;
     // The zero id: a topic from before topic ids (Kafka's ZERO_UUID).
     if topic_id == [0; 16] {
@@ -759,8 +759,8 @@ pub(super) async fn find_or_create_log(
     }
     match log.topic_id.send(AssignTopicId { tp, topic_id }).await {
         Ok(Ok(())) => Ok(offsets),
-        Ok(Err(e)) => Err(TopicError::Log(e)),
-        Err(_) => Err(TopicError::Stopped),
+        Ok(Err(e)) => Err(ControllerError::Log(e)),
+        Err(_) => Err(ControllerError::Stopped),
     }
 }
 
@@ -768,26 +768,26 @@ pub(super) async fn find_or_create_untied_log(
     log: &LogAdmin,
     tp: TopicPartition,
     config: LogConfig,
-) -> Result<LogOffsets, TopicError> {
+) -> Result<LogOffsets, ControllerError> {
     match log.offsets.send(GetLogOffsets { tp: tp.clone() }).await {
         // Loaded at start-up with the broker's defaults: the topic's own
         // configs (retention, segment size, cleanup.policy...) apply now.
         Ok(Ok(offsets)) => match log.update_config.send(UpdateLogConfig { tp, config }).await {
             Ok(Ok(())) => Ok(offsets),
-            Ok(Err(e)) => Err(TopicError::Log(e)),
-            Err(_) => Err(TopicError::Stopped),
+            Ok(Err(e)) => Err(ControllerError::Log(e)),
+            Err(_) => Err(ControllerError::Stopped),
         },
         Ok(Err(LogActorError::UnknownPartition(_))) => log
             .create
             .send(CreateLog { tp, config })
             .await
-            .map_err(|_| TopicError::Stopped)
-            .and_then(|created| created.map_err(TopicError::from)),
-        Ok(Err(e)) => Err(TopicError::Log(LogActorError::PartitionOffline {
+            .map_err(|_| ControllerError::Stopped)
+            .and_then(|created| created.map_err(ControllerError::from)),
+        Ok(Err(e)) => Err(ControllerError::Log(LogActorError::PartitionOffline {
             tp,
             reason: e.to_string(),
         })),
-        Err(_) => Err(TopicError::Stopped),
+        Err(_) => Err(ControllerError::Stopped),
     }
 }
 
@@ -795,8 +795,8 @@ pub(super) fn validate_assignment(
     assignment: &BTreeMap<i32, Vec<i32>>,
     brokers: &[i32],
     first_partition: i32,
-) -> Result<(), TopicError> {
-    let invalid = |reason: String| Err(TopicError::InvalidReplicaAssignment(reason));
+) -> Result<(), ControllerError> {
+    let invalid = |reason: String| Err(ControllerError::InvalidReplicaAssignment(reason));
     for (expected, (&partition, replicas)) in (first_partition..).zip(assignment) {
         if partition != expected {
             return invalid(format!(

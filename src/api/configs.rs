@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{AlterTopicConfigs, TopicError};
+use crate::actors::controller::{AlterTopicConfigs, ControllerError};
 use crate::cluster::TopicMetadata;
 use crate::config::{java_double, BrokerConfig, BROKER_KEYS};
 use crate::storage::LogConfig;
@@ -333,7 +333,7 @@ async fn send_alter(
     name: String,
     configs: BTreeMap<String, String>,
     validate_only: bool,
-) -> Result<(), TopicError> {
+) -> Result<(), ControllerError> {
     ctx.controller
         .send(AlterTopicConfigs {
             name,
@@ -341,12 +341,12 @@ async fn send_alter(
             validate_only,
         })
         .await
-        .unwrap_or(Err(TopicError::Stopped))
+        .unwrap_or(Err(ControllerError::Stopped))
 }
 
 fn with_outcome(
     response: AlterConfigsResourceResponse,
-    outcome: Result<(), TopicError>,
+    outcome: Result<(), ControllerError>,
 ) -> AlterConfigsResourceResponse {
     match outcome {
         Ok(()) => response,

@@ -17,13 +17,13 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
 use crate::actors::controller::{
-    ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata, ControlledShutdown, TopicError,
+    ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata, ControlledShutdown, ControllerError,
 };
 
-fn failed(error: TopicError) -> i16 {
+fn failed(error: ControllerError) -> i16 {
     log::warn!("a control request failed: {error}");
     match error {
-        TopicError::Stopped => ResponseError::NotController.code(),
+        ControllerError::Stopped => ResponseError::NotController.code(),
         other => other.code(),
     }
 }
@@ -35,7 +35,7 @@ pub async fn leader_and_isr(
     match ctx.controller.send(ApplyLeaderAndIsr(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => LeaderAndIsrResponse::default().with_error_code(failed(e)),
-        Err(_) => LeaderAndIsrResponse::default().with_error_code(failed(TopicError::Stopped)),
+        Err(_) => LeaderAndIsrResponse::default().with_error_code(failed(ControllerError::Stopped)),
     }
 }
 
@@ -46,7 +46,7 @@ pub async fn update_metadata(
     match ctx.controller.send(ApplyUpdateMetadata(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => UpdateMetadataResponse::default().with_error_code(failed(e)),
-        Err(_) => UpdateMetadataResponse::default().with_error_code(failed(TopicError::Stopped)),
+        Err(_) => UpdateMetadataResponse::default().with_error_code(failed(ControllerError::Stopped)),
     }
 }
 
@@ -54,7 +54,7 @@ pub async fn stop_replica(ctx: &BrokerContext, request: StopReplicaRequest) -> S
     match ctx.controller.send(ApplyStopReplica(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => StopReplicaResponse::default().with_error_code(failed(e)),
-        Err(_) => StopReplicaResponse::default().with_error_code(failed(TopicError::Stopped)),
+        Err(_) => StopReplicaResponse::default().with_error_code(failed(ControllerError::Stopped)),
     }
 }
 
@@ -84,7 +84,7 @@ pub async fn controlled_shutdown(
         ),
         Ok(Err(e)) => ControlledShutdownResponse::default().with_error_code(failed(e)),
         Err(_) => {
-            ControlledShutdownResponse::default().with_error_code(failed(TopicError::Stopped))
+            ControlledShutdownResponse::default().with_error_code(failed(ControllerError::Stopped))
         }
     }
 }

@@ -5,7 +5,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{CreatePartitions, TopicError};
+use crate::actors::controller::{CreatePartitions, ControllerError};
 
 pub async fn handle(
     ctx: &BrokerContext,
@@ -27,7 +27,7 @@ pub async fn handle(
                 validate_only: request.validate_only,
             })
             .await
-            .unwrap_or(Err(TopicError::Stopped));
+            .unwrap_or(Err(ControllerError::Stopped));
         let mut result = CreatePartitionsTopicResult::default().with_name(topic.name);
         if let Err(e) = outcome {
             result = result

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{CreateTopic, TopicError};
+use crate::actors::controller::{CreateTopic, ControllerError};
 use crate::actors::group_coordinator::{offsets_topic, CoordinatorConfig};
 use crate::cluster::TopicMetadata;
 
@@ -51,7 +51,7 @@ pub async fn handle(
                 validate_only: request.validate_only,
             })
             .await
-            .unwrap_or(Err(TopicError::Stopped));
+            .unwrap_or(Err(ControllerError::Stopped));
         let mut result = CreatableTopicResult::default()
             .with_name(topic.name.clone())
             .with_num_partitions(-1)
@@ -90,7 +90,7 @@ pub async fn handle(
 pub async fn auto_create_topic(
     ctx: &BrokerContext,
     name: &str,
-) -> Result<TopicMetadata, TopicError> {
+) -> Result<TopicMetadata, ControllerError> {
     // Internal topics are only ever created with their own settings.
     let request = if name == crate::group::OFFSETS_TOPIC {
         offsets_topic(&CoordinatorConfig::from_broker(&ctx.config))
@@ -108,14 +108,14 @@ pub async fn auto_create_topic(
         .controller
         .send(request)
         .await
-        .unwrap_or(Err(TopicError::Stopped));
+        .unwrap_or(Err(ControllerError::Stopped));
     match outcome {
         // Kafka's ZkAutoTopicCreationManager: another broker (or an earlier
         // life of this one) created it; the clients retry.
-        Err(TopicError::AlreadyExists(_)) => ctx
+        Err(ControllerError::AlreadyExists(_)) => ctx
             .metadata
             .topic(name)
-            .ok_or_else(|| TopicError::LeaderNotAvailable(name.to_string())),
+            .ok_or_else(|| ControllerError::LeaderNotAvailable(name.to_string())),
         other => other,
     }
 }

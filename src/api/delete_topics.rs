@@ -7,7 +7,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{DeleteTopic, TopicError};
+use crate::actors::controller::{DeleteTopic, ControllerError};
 
 pub async fn handle(
     ctx: &BrokerContext,
@@ -45,7 +45,7 @@ pub async fn handle(
             .controller
             .send(DeleteTopic { name: name.clone() })
             .await
-            .unwrap_or(Err(TopicError::Stopped));
+            .unwrap_or(Err(ControllerError::Stopped));
         let mut result =
             DeletableTopicResult::default().with_name(Some(TopicName(StrBytes::from_string(name))));
         if let Some(id) = topic_id {

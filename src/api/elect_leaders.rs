@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{ElectLeaders, ElectionType, TopicError};
+use crate::actors::controller::{ElectLeaders, ElectionType, ControllerError};
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
@@ -48,12 +48,12 @@ pub async fn handle(
             partitions,
         })
         .await
-        .unwrap_or(Err(TopicError::Stopped));
+        .unwrap_or(Err(ControllerError::Stopped));
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {
             let code = match e {
-                TopicError::Stopped => ResponseError::NotController.code(),
+                ControllerError::Stopped => ResponseError::NotController.code(),
                 other => other.code(),
             };
             if version >= 1 {
