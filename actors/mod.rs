@@ -29,4 +29,5 @@ crate::internal_modules! {
     mod partition;
     mod pool;
     mod replica_fetcher;
+    mod replica_manager;
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::actors::acceptor::{Acceptor, StopAccepting};
-use crate::actors::controller::{AdvertisedEndpoint, Controller, ControllerError, StopPartitions};
+use crate::actors::controller::{AdvertisedEndpoint, Controller, ControllerError};
 use crate::actors::event_bus::EventBus;
 use crate::actors::extension::{
     starter, Extension, ExtensionContext, ExtensionStarter, PositionStore,
@@ -29,7 +29,9 @@ use crate::actors::log::{
 };
 use crate::actors::partition::{PartitionRegistry, PartitionRuntime, ReplicaContext};
 use crate::actors::pool::{ActorPool, ActorPoolThreads};
-use crate::actors::supervisor::{BrokerFatal, Escalation, SupervisorLink};
+use crate::actors::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
+use crate::actors::replica_manager::{ReplicaManager, StopAllReplicas};
+use crate::actors::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use crate::api::BrokerContext;
 use crate::clock::{SharedClock, SystemClock};
 use crate::cluster::MetadataCache;
@@ -75,7 +77,7 @@ pub struct BrokerHandle {
     /// The configuration it runs with.
     pub config: BrokerConfig,
     log: Addr<LogActor>,
-    controller: Addr<Controller>,
+    replica_manager: Addr<ReplicaManager>,
     context: Arc<BrokerContext>,
     /// The address the listener is bound to (the real port when 0 was asked).
     pub bound: SocketAddr,
@@ -200,26 +202,50 @@ impl BrokerBuilder {
         let partitions = PartitionRegistry::default();
         let events = EventBus::new();
         let (pool, pool_threads) = ActorPool::start(config.num_io_threads.clamp(1, 64));
+        let partition_runtime = PartitionRuntime {
+            registry: partitions.clone(),
+            shards,
+            pool: pool.clone(),
+            events: events.clone(),
+            replica: ReplicaContext {
+                broker_id: config.broker_id.max(0),
+                store: Some(store.clone()),
+                live_brokers: Some(cache.clone()),
+                clock: clock.clone(),
+                replica_lag_time_max_ms: config.replica_lag_time_max_ms as i64,
+                high_watermark_checkpoint_interval_ms: config
+                    .replica_high_watermark_checkpoint_interval_ms,
+            },
+        };
+        let replica_manager = {
+            let link = SupervisorLink::default();
+            let manager = ReplicaManager::new(
+                config.broker_id.max(0),
+                config.zookeeper_connect.is_some(),
+                config.log_config(),
+                store.clone(),
+                LogAdmin::of(&log),
+                cache.clone(),
+                partition_runtime.clone(),
+                ReplicaFetchers::new(ReplicaFetcherConfig::from_broker(&config)),
+                link.clone(),
+            );
+            supervise(
+                None,
+                ChildSpec::new(
+                    "the replica manager",
+                    Escalation::ShutdownBroker(fatal.clone()),
+                ),
+                link,
+                move |_| manager,
+            )
+        };
         let controller = Controller::start(
             config.clone(),
             store.clone(),
-            LogAdmin::of(&log),
             cache.clone(),
-            PartitionRuntime {
-                registry: partitions.clone(),
-                shards,
-                pool: pool.clone(),
-                events: events.clone(),
-                replica: ReplicaContext {
-                    broker_id: config.broker_id.max(0),
-                    store: Some(store.clone()),
-                    live_brokers: Some(cache.clone()),
-                    clock: clock.clone(),
-                    replica_lag_time_max_ms: config.replica_lag_time_max_ms as i64,
-                    high_watermark_checkpoint_interval_ms: config
-                        .replica_high_watermark_checkpoint_interval_ms,
-                },
-            },
+            partition_runtime,
+            replica_manager.clone(),
             advertised.clone(),
             fatal.clone(),
         )
@@ -263,6 +289,7 @@ impl BrokerBuilder {
             config: config.clone(),
             broker_id: config.broker_id.max(0),
             controller: controller.clone(),
+            replica_manager: replica_manager.clone(),
             groups,
             partitions,
             metadata: cache,
@@ -308,7 +335,7 @@ impl BrokerBuilder {
         Ok(BrokerHandle {
             config,
             log,
-            controller,
+            replica_manager,
             context,
             bound,
             loaded,
@@ -480,7 +507,7 @@ impl BrokerHandle {
             .await;
         }
         let _ = self.acceptor.send(StopAccepting).await;
-        let _ = self.controller.send(StopPartitions).await;
+        let _ = self.replica_manager.send(StopAllReplicas).await;
         self.log
             .send(Close)
             .await

@@ -67,9 +67,6 @@ pub struct ClusterMetadata {
     pub cluster_id: String,
     pub controller_id: i32,
     pub brokers: BTreeMap<i32, BrokerEndpoint>,
-    /// Each live broker's epoch (its registration's czxid, KIP-380), as
-    /// the active controller stamps its control requests with them.
-    pub broker_epochs: BTreeMap<i32, i64>,
     pub topics: BTreeMap<String, TopicMetadata>,
 }
 

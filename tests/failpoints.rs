@@ -375,6 +375,32 @@ fn a_panicking_controller_restarts_and_serves_again() {
     assert_eq!(raw_produce(&broker.bootstrap, "later", 0, 5), 0);
 }
 
+/// The replica manager panics on the controller's first decision about
+/// this broker's replicas: that CreateTopics fails, the replica manager
+/// restarts under its supervisor (its epochs and fetchers kept), and the
+/// next topic is created, led here and written.
+#[test]
+fn a_panicking_replica_manager_restarts_and_serves_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_env(
+        dir.path(),
+        &[],
+        &[(
+            "FAILPOINTS",
+            "replica_manager.BecomeLeaderOrFollower=1*panic",
+        )],
+    );
+    let first = create_topics(&broker.bootstrap, &["doomed"], 1);
+    assert!(first[0].is_err(), "{first:?}");
+    broker.wait_for_line("the replica manager restarts", Duration::from_secs(5));
+    assert_eq!(
+        create_topics(&broker.bootstrap, &["fine"], 1),
+        vec![Ok("fine".to_string())]
+    );
+    assert_eq!(raw_produce(&broker.bootstrap, "fine", 0, 5), 0);
+    assert!(broker.is_running());
+}
+
 /// A controller that panics on every CreateTopic: past its budget the
 /// broker shuts itself down cleanly (exit 1, a log line naming the cause,
 /// the clean-shutdown marker written so the next start skips recovery).

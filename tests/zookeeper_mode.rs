@@ -752,6 +752,23 @@ fn config_change_notifications_are_purged() {
     );
 }
 
+/// Moves `/controller_epoch` under `root` one on, as a successor's
+/// election does; returns the epoch it held before.
+fn move_controller_epoch_on(zk_root: &ZkView, root: &str) -> i32 {
+    let path = format!("{root}/controller_epoch");
+    let epoch: i32 = text(zk_root, &path).parse().expect("an epoch");
+    let (_, stat) = zk_root.get(&path).expect("epoch znode");
+    zk_root
+        .runtime
+        .block_on(zk_root.store.set(
+            &path,
+            (epoch + 1).to_string().into_bytes(),
+            Some(stat.version),
+        ))
+        .expect("move the epoch on");
+    epoch
+}
+
 /// Issue 20, hole 3: every controller write carries a check of
 /// `/controller_epoch`'s version. Once a successor has moved the epoch on
 /// (here the test bumps it in ZooKeeper, as a successor's election does
@@ -769,20 +786,7 @@ fn a_controller_whose_epoch_moved_on_writes_nothing() {
     create_topic(&broker.bootstrap, "before", 1);
     produce(&broker.bootstrap, "before", 10);
 
-    let epoch: i32 = text(&zk_root, "/fenced/controller_epoch")
-        .parse()
-        .expect("an epoch");
-    let (_, stat) = zk_root
-        .get("/fenced/controller_epoch")
-        .expect("epoch znode");
-    zk_root
-        .runtime
-        .block_on(zk_root.store.set(
-            "/fenced/controller_epoch",
-            (epoch + 1).to_string().into_bytes(),
-            Some(stat.version),
-        ))
-        .expect("bump the epoch");
+    move_controller_epoch_on(&zk_root, "/fenced");
 
     // One raw request: a client library would retry NOT_CONTROLLER.
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -849,6 +853,90 @@ fn a_forged_newer_controller_epoch_does_not_unseat_the_controller() {
     assert_eq!(text(&zk_root, "/forged/controller_epoch"), "1");
     let controller = json(&zk_root, "/forged/controller");
     assert_eq!(controller["brokerid"], 0);
+}
+
+/// Issue 20, the replica manager's fence: a control request from a newer
+/// controller is taken once `/controller_epoch` confirms its epoch (here the
+/// test moves the epoch on, as a successor's election does while this
+/// controller is paused). The replica manager applies it, answers 0 and
+/// tells this broker's controller, which steps down: clients are told of
+/// the new controller, and a CreateTopics sent here answers NOT_CONTROLLER
+/// and writes nothing.
+#[test]
+fn a_confirmed_newer_controller_deposes_this_one() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::update_metadata_request::{
+        UpdateMetadataBroker, UpdateMetadataEndpoint,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest,
+        MetadataResponse, TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/deposed", zk.connect_string());
+    let mut broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    let epoch = move_controller_epoch_on(&zk_root, "/deposed");
+    let (host, port) = broker.bootstrap.rsplit_once(':').expect("host:port");
+    let newer: UpdateMetadataResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::UpdateMetadata,
+        7,
+        &UpdateMetadataRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(epoch + 1)
+            .with_broker_epoch(-1)
+            .with_live_brokers(vec![UpdateMetadataBroker::default()
+                .with_id(BrokerId(0))
+                .with_endpoints(vec![UpdateMetadataEndpoint::default()
+                    .with_host(StrBytes::from_string(host.to_owned()))
+                    .with_port(port.parse().expect("port"))
+                    .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                    .with_security_protocol(0)])]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        newer.error_code, 0,
+        "a confirmed newer controller is obeyed"
+    );
+    let metadata: MetadataResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::Metadata,
+        9,
+        &MetadataRequest::default().with_topics(Some(vec![])),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        metadata.controller_id.0, 7,
+        "clients are told of the new controller"
+    );
+    // The step-down reaches the controller actor after the answer.
+    broker.wait_for_line("is current: this broker", Duration::from_secs(10));
+    let answer: CreateTopicsResponse = common::raw_request(
+        &broker.bootstrap,
+        ApiKey::CreateTopics,
+        5,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("after")))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+        Duration::from_secs(20),
+    );
+    // A standby writes the assignment for the controller to take up, as
+    // Kafka's AdminZkClient does; an active controller would have elected
+    // the leader (written the partition state) before answering.
+    assert_eq!(answer.topics[0].error_code, 0);
+    assert!(zk_root.get("/deposed/brokers/topics/after").is_some());
+    assert!(
+        zk_root
+            .get("/deposed/brokers/topics/after/partitions/0/state")
+            .is_none(),
+        "the deposed controller still acts as controller"
+    );
 }
 
 /// Issue 20, hole 4: the election is one transaction. The first controller

@@ -1,5 +1,5 @@
 //! Broker membership at the active controller: `/brokers/ids` read into
-//! the cache and one channel per live broker, broker joins and leaves
+//! the controller context and the cache, and one channel per live broker, broker joins and leaves
 //! (KIP-380's bounced brokers), and leaders' ISR change notifications.
 
 use super::*;
@@ -38,66 +38,29 @@ impl Shared {
                 ),
             );
         }
-        let before: Vec<i32> = self.live_brokers();
-        // A broker that registered again (a new session, a new epoch)
-        // before this controller saw it go counts as joined: it needs the
-        // whole state again, stamped with its new epoch (KIP-380's bounced
-        // brokers).
-        let known_epochs = self.cache.read(|m| m.broker_epochs.clone());
-        let bounced: Vec<i32> = live
-            .iter()
-            .filter(|(id, (_, epoch))| {
-                **id != self.broker_id
-                    && before.contains(id)
-                    && known_epochs.get(id).is_some_and(|known| known != epoch)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        let mut joined: Vec<i32> = live
-            .keys()
-            .copied()
-            .filter(|id| !before.contains(id))
-            .collect();
-        for id in &bounced {
+        let changes = self.update_context(|c| {
+            c.set_live_brokers(live.iter().map(|(id, (_, epoch))| (*id, *epoch)).collect())
+        });
+        for id in &changes.bounced {
             log::info!("broker {id} registered again with a new broker epoch");
         }
-        joined.extend(bounced.iter().copied());
-        let left: Vec<i32> = before
-            .iter()
-            .copied()
-            .filter(|id| !live.contains_key(id))
-            .collect();
         self.cache.update(|m| {
             m.brokers = live.values().map(|(b, _)| (b.id, b.clone())).collect();
-        });
-        self.update_shutting_down(|ids| {
-            ids.retain(|id| live.contains_key(id) && !joined.contains(id))
         });
         let mut channels = match self.channels.lock() {
             Ok(channels) => channels,
             Err(poisoned) => poisoned.into_inner(),
         };
-        channels.retain(|id, _| live.contains_key(id) && !bounced.contains(id));
-        for (id, (endpoint, epoch)) in &live {
+        channels.retain(|id, _| live.contains_key(id) && !changes.bounced.contains(id));
+        for (id, (endpoint, _)) in &live {
             if *id == self.broker_id || channels.contains_key(id) {
                 continue;
             }
             let address = format!("{}:{}", endpoint.host, endpoint.port);
             let channel = ControllerChannel::start(*id, address, self.broker_id);
             channels.insert(*id, channel);
-            self.set_broker_epoch(*id, *epoch);
         }
-        Ok(BrokerChanges {
-            joined,
-            left,
-            bounced,
-        })
-    }
-
-    pub(super) fn set_broker_epoch(&self, broker: i32, epoch: i64) {
-        self.cache.update(|m| {
-            m.broker_epochs.insert(broker, epoch);
-        });
+        Ok(changes)
     }
 
     pub(super) fn remote_brokers(&self) -> Vec<i32> {
@@ -115,9 +78,7 @@ impl Shared {
     }
 
     pub(super) fn broker_epoch_of(&self, broker: i32) -> i64 {
-        self.cache
-            .read(|m| m.broker_epochs.get(&broker).copied())
-            .unwrap_or(-1)
+        self.context(|c| c.broker_epoch_of(broker))
     }
 
     /// `/brokers/ids` changed: partitions whose leader left get a live ISR

@@ -2,6 +2,7 @@
 //! followed through `/config/changes`, and applied to the logs.
 
 use super::*;
+use crate::actors::replica_manager::{read_topic_configs, topic_log_config};
 
 impl Shared {
     pub(super) fn base_log_config(&self) -> LogConfig {
@@ -61,28 +62,14 @@ impl Shared {
         &self,
         name: &str,
     ) -> Result<BTreeMap<String, String>, ControllerError> {
-        Ok(
-            match self
-                .store
-                .get(&ConfigEntityZNode::path(ConfigType::Topic, name))
-                .await?
-            {
-                Some((bytes, _)) => ConfigEntityZNode::decode(ConfigType::Topic, name, &bytes)?,
-                None => BTreeMap::new(),
-            },
-        )
+        read_topic_configs(self.store.as_ref(), name).await
     }
 
     pub(super) fn log_config_for(
         &self,
         configs: &BTreeMap<String, String>,
     ) -> Result<LogConfig, ControllerError> {
-        let pairs: Vec<(String, String)> = configs
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        apply_topic_overrides(&self.base_log_config(), &pairs)
-            .map_err(|e| ControllerError::InvalidConfig(e.to_string()))
+        topic_log_config(&self.base_log_config(), configs)
     }
 
     /// Any broker alters a topic's configs as Kafka's `AdminZkClient`

@@ -183,7 +183,7 @@ impl Shared {
         }
         self.cache
             .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
-        self.apply_local(&topic, moved, &BTreeMap::new()).await?;
+        self.become_leader_or_follower(&topic, moved).await?;
         // The other brokers are told of the partitions that moved only.
         changed.push(topic.only(moved));
         Ok(())

@@ -174,14 +174,10 @@ impl Shared {
         if !self.is_active() {
             return Err(ControllerError::NotController);
         }
-        if !self.live_brokers().contains(&id) {
+        if !self.context(|c| c.is_live(id)) {
             return Err(ControllerError::BrokerNotAvailable(id));
         }
-        let current = if id == self.broker_id {
-            self.role().broker_epoch
-        } else {
-            self.broker_epoch_of(id)
-        };
+        let current = self.broker_epoch_of(id);
         // v0 and v1 carry no epoch (-1): nothing to check.
         if request.broker_epoch != -1 && request.broker_epoch < current {
             return Err(ControllerError::StaleBrokerEpoch {
@@ -190,9 +186,7 @@ impl Shared {
                 current,
             });
         }
-        self.update_shutting_down(|ids| {
-            ids.insert(id);
-        });
+        self.update_context(|c| c.begin_shutdown(id));
         let live = self.live_brokers();
         let shutting_down = self.shutting_down();
         let eligible = |b: i32| live.contains(&b) && !shutting_down.contains(&b);
@@ -228,7 +222,7 @@ impl Shared {
                 self.cache
                     .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
                 if id != self.broker_id {
-                    self.apply_local(&topic, &moved, &BTreeMap::new()).await?;
+                    self.become_leader_or_follower(&topic, &moved).await?;
                 }
                 changed.push(topic.only(&moved));
             }
@@ -241,11 +235,15 @@ impl Shared {
             remaining.len()
         );
         if id == self.broker_id {
-            for (name, partitions) in &stopped {
-                for p in partitions {
-                    self.stop_leading(&TopicPartition::new(name.clone(), p.partition_index));
-                }
-            }
+            let local = stopped
+                .iter()
+                .flat_map(|(name, partitions)| {
+                    partitions
+                        .iter()
+                        .map(|p| TopicPartition::new(name.clone(), p.partition_index))
+                })
+                .collect();
+            self.stop_local_replicas(local, false).await?;
         }
         for broker in self.remote_brokers() {
             if broker != id {

@@ -48,7 +48,7 @@ impl Shared {
     }
 
     /// Sends `broker` a LeaderAndIsr for every replica it holds (this
-    /// broker's own through `apply_local`) and answers those that refused
+    /// broker's own through `become_leader_or_follower`) and answers those that refused
     /// with KAFKA_STORAGE_ERROR. A replica back online takes its
     /// assignment up again on the way (a follower restarts its fetcher).
     async fn offline_replicas_on(&self, broker: i32) -> Result<Vec<TopicPartition>, ControllerError> {
@@ -64,7 +64,7 @@ impl Shared {
         if broker == self.broker_id {
             for topic in &topics {
                 let indexes: Vec<i32> = topic.partitions.keys().copied().collect();
-                for (index, code) in self.apply_local(topic, &indexes, &BTreeMap::new()).await? {
+                for (index, code) in self.become_leader_or_follower(topic, &indexes).await? {
                     if code == storage_error {
                         offline.push(TopicPartition::new(topic.name.clone(), index));
                     }

@@ -2,9 +2,10 @@
 //! the broker under `/brokers/ids`, becomes controller by creating
 //! `/controller` (bumping `/controller_epoch`), loads every topic from the
 //! metadata store at start, and serves topic creation, deletion, partition
-//! addition and config changes one at a time, in Kafka's znode layout. For
-//! the partitions this broker leads it creates logs (through the log actor)
-//! and starts partition actors.
+//! addition and config changes one at a time, in Kafka's znode layout.
+//! What it decides about this broker's own replicas goes to the replica
+//! manager (`actors/replica_manager.rs`), fenced like a remote controller's
+//! request; it never starts a partition actor or touches a log itself.
 //!
 //! It works the same over the embedded store and ZooKeeper (one trait). It
 //! never touches a data file and never answers clients directly.
@@ -19,7 +20,7 @@ use crate::cluster::{
     is_internal_topic, validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata,
     TopicMetadata,
 };
-use crate::config::{apply_topic_overrides, BrokerConfig};
+use crate::config::BrokerConfig;
 use crate::controller::election::{initial_state, offline_partition_leader_election, Elected};
 use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
 use crate::metadata::registration::{claim_ephemeral, ClaimError};
@@ -29,24 +30,18 @@ use crate::metadata::znodes::{
     ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr, TopicAssignment,
     TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
 };
-use crate::replication::ReplicationError;
 use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
-use super::log::{
-    AssignTopicId, CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets,
-    UpdateLogConfig,
+use super::log::LogActorError;
+use super::partition::{PartitionRuntime, UpdateConfig};
+use super::replica_manager::{
+    BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController, LocalControllerRole,
+    PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas, LEADER_DURING_DELETE,
 };
-use super::partition::{
-    ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition, UpdateConfig,
-};
-use super::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use kafka_protocol::error::ResponseError;
-
-/// Logs created at once while a topic is created (see `become_leader`).
-const LOG_CREATION_CONCURRENCY: usize = 4;
 
 /// Why a controller operation failed (a topic's creation, change or
 /// deletion, an election, a control request, the controller's own
@@ -155,62 +150,29 @@ impl From<AssignmentError> for ControllerError {
     }
 }
 
-/// What a read of `/brokers/ids` found against the brokers known before.
-struct BrokerChanges {
-    /// New, or registered again (`bounced` are here too).
-    joined: Vec<i32>,
-    left: Vec<i32>,
-    /// Registered again with a new broker epoch before this controller saw
-    /// them go (KIP-380).
-    bounced: Vec<i32>,
-}
-
 /// The shared pieces every controller operation works on.
 #[derive(Clone)]
 struct Shared {
     broker_id: i32,
     config: BrokerConfig,
     store: Arc<dyn MetadataStore>,
-    log: LogAdmin,
     cache: MetadataCache,
     partitions: PartitionRuntime,
-    /// Whether this broker is the active controller, and its epoch; on a
-    /// standby, the newest controller epoch seen in control requests (older
-    /// ones are fenced off with STALE_CONTROLLER_EPOCH).
-    role: Arc<std::sync::Mutex<Role>>,
+    /// Kafka's ControllerContext: the role and epoch, the live brokers'
+    /// epochs, controlled shutdowns and deletions in progress. One lock,
+    /// held only between awaits; each role change is told to the replica
+    /// manager, which fences control requests with it.
+    context: Arc<std::sync::Mutex<ControllerContext>>,
+    /// This broker's replicas: the controller's decisions about them go
+    /// there, as a remote broker's go to its replica manager.
+    replica_manager: Addr<ReplicaManager>,
     /// The active controller's channel to each other live broker.
     channels: Arc<std::sync::Mutex<HashMap<i32, ChannelHandle>>>,
     /// The newest `/config/changes` notification applied here.
     config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
-    /// The replica fetchers copying the partitions this broker follows.
-    fetchers: ReplicaFetchers,
-    /// The partitions this broker leads (for leadership events).
-    led: Arc<std::sync::Mutex<std::collections::HashSet<TopicPartition>>>,
-    /// Brokers in a controlled shutdown (active controller only): live,
-    /// but never given a leadership, until they leave or register again.
-    shutting_down: Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
-    /// The topic deletions in progress (active controller only): which
-    /// brokers have deleted their replicas.
-    deletions: Arc<std::sync::Mutex<crate::controller::deletion::TopicDeletions>>,
 }
 
-/// This broker's part in the controller election.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Role {
-    active: bool,
-    /// Between a session expiry and the registration on the new session:
-    /// no election may run (this broker is not registered).
-    registering: bool,
-    controller_epoch: i32,
-    /// While active: the version of `/controller_epoch` this controller
-    /// wrote its epoch at. Every controller write checks it in the same
-    /// transaction (Kafka's `wrapRequestWithControllerEpochCheck`), so a
-    /// controller that was paused or cut off while a successor was elected
-    /// can write nothing.
-    epoch_zk_version: i32,
-    /// This broker's epoch (its registration's czxid, KIP-380).
-    broker_epoch: i64,
-}
+use crate::controller::context::{BrokerChanges, ControllerContext, ControllerRole as Role};
 
 pub struct Controller {
     shared: Shared,
@@ -269,9 +231,9 @@ impl Controller {
     pub async fn start(
         config: BrokerConfig,
         store: Arc<dyn MetadataStore>,
-        log: LogAdmin,
         cache: MetadataCache,
         partitions: PartitionRuntime,
+        replica_manager: Addr<ReplicaManager>,
         advertised: AdvertisedEndpoint,
         fatal: BrokerFatal,
     ) -> Result<Addr<Controller>, ControllerError> {
@@ -310,27 +272,23 @@ impl Controller {
                 },
             );
         });
-        let fetcher_config = ReplicaFetcherConfig::from_broker(&config);
+        replica_manager.do_send(LocalControllerRole {
+            broker_epoch,
+            active_epoch: None,
+        });
         let shared = Shared {
             broker_id,
             config,
             store,
-            log,
             cache,
             partitions,
-            role: Arc::new(std::sync::Mutex::new(Role {
-                active: false,
-                registering: false,
-                controller_epoch: 0,
-                epoch_zk_version: -1,
+            context: Arc::new(std::sync::Mutex::new(ControllerContext::new(
+                broker_id,
                 broker_epoch,
-            })),
+            ))),
+            replica_manager,
             channels: Arc::default(),
             config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
-            fetchers: ReplicaFetchers::new(fetcher_config),
-            led: Arc::default(),
-            shutting_down: Arc::default(),
-            deletions: Arc::default(),
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared
@@ -368,12 +326,15 @@ impl Controller {
             topic_watches: Default::default(),
             fatal: fatal.clone(),
         };
-        Ok(supervise(
+        let replica_manager = controller.shared.replica_manager.clone();
+        let addr = supervise(
             None,
             ChildSpec::new("the controller", Escalation::ShutdownBroker(fatal)),
             link,
             move |_| controller,
-        ))
+        );
+        replica_manager.do_send(FollowLocalController(addr.clone().recipient()));
+        Ok(addr)
     }
 }
 
@@ -603,18 +564,17 @@ impl Controller {
         let mut sessions = store.sessions();
         sessions.borrow_and_update();
         let registration = self.registration.clone();
-        let role = self.shared.role.clone();
+        let shared = self.shared.clone();
         ctx.spawn(
             async move {
                 sessions.changed().await.ok()?;
                 // The controller claim went with the old session: step
                 // down before anything else, so a newer controller's
                 // requests are taken rather than refused.
-                {
-                    let mut role = role.lock().unwrap_or_else(|p| p.into_inner());
-                    role.active = false;
-                    role.registering = true;
-                }
+                shared.set_role(|r| {
+                    r.active = false;
+                    r.registering = true;
+                });
                 log::warn!(
                     "new metadata store session: registering broker {} again",
                     registration.broker_id
@@ -796,27 +756,6 @@ impl Handler<DeleteTopic> for Controller {
     }
 }
 
-/// Stop every partition actor (broker shutdown).
-#[derive(Debug)]
-pub struct StopPartitions;
-
-impl Message for StopPartitions {
-    type Result = ();
-}
-
-impl Handler<StopPartitions> for Controller {
-    type Result = ();
-
-    fn handle(&mut self, _msg: StopPartitions, _ctx: &mut Context<Self>) {
-        self.shared.fetchers.stop_all();
-        let registry = &self.shared.partitions.registry;
-        let all: HashMap<TopicPartition, _> = registry.all().into_iter().collect();
-        for (tp, _) in all {
-            self.shared.stop_leading(&tp);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------
 // The cluster: election, membership, and what the controller tells the
 // other brokers (LeaderAndIsr, UpdateMetadata, StopReplica), and how a
@@ -826,20 +765,15 @@ impl Handler<StopPartitions> for Controller {
 use kafka_protocol::messages::leader_and_isr_request::{
     LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
-use kafka_protocol::messages::leader_and_isr_response::{
-    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
-};
 use kafka_protocol::messages::stop_replica_request::{
     StopReplicaPartitionState, StopReplicaTopicState,
 };
-use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_protocol::messages::update_metadata_request::{
     UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
     UpdateMetadataTopicState,
 };
 use kafka_protocol::messages::{
-    BrokerId, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
-    TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+    BrokerId, LeaderAndIsrRequest, StopReplicaRequest, TopicName, UpdateMetadataRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -848,10 +782,6 @@ use crate::metadata::znodes::{
     BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
     IsrChangeNotificationZNode, LogDirEventNotificationZNode,
 };
-
-/// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
-/// partition being deleted.
-const LEADER_DURING_DELETE: i32 = -2;
 
 /// The first PLAINTEXT endpoint of a registration, as `(host, port)`.
 fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
@@ -887,48 +817,25 @@ controller_request!(
     BrokersChanged {} -> (), brokers_changed
 );
 
-/// A LeaderAndIsr request from the controller (this broker's or another's).
-#[derive(Debug)]
-pub struct ApplyLeaderAndIsr(pub LeaderAndIsrRequest);
+/// A newer controller is giving orders (the replica manager saw
+/// `/controller_epoch` confirm it): this broker's claim went with a session
+/// it has not yet seen expire. Step down; the session handler registers
+/// again.
+impl Handler<ControllerDeposed> for Controller {
+    type Result = ();
 
-impl Message for ApplyLeaderAndIsr {
-    type Result = Result<LeaderAndIsrResponse, ControllerError>;
-}
-
-/// An UpdateMetadata request from the controller.
-#[derive(Debug)]
-pub struct ApplyUpdateMetadata(pub UpdateMetadataRequest);
-
-impl Message for ApplyUpdateMetadata {
-    type Result = Result<UpdateMetadataResponse, ControllerError>;
-}
-
-/// A StopReplica request from the controller.
-#[derive(Debug)]
-pub struct ApplyStopReplica(pub StopReplicaRequest);
-
-impl Message for ApplyStopReplica {
-    type Result = Result<StopReplicaResponse, ControllerError>;
-}
-
-macro_rules! control_handler {
-    ($message:ident -> $response:ty, $method:ident) => {
-        impl Handler<$message> for Controller {
-            type Result = AtomicResponse<Self, Result<$response, ControllerError>>;
-
-            fn handle(&mut self, msg: $message, _ctx: &mut Context<Self>) -> Self::Result {
-                let shared = self.shared.clone();
-                AtomicResponse::new(Box::pin(
-                    async move { shared.$method(msg).await }.into_actor(self),
-                ))
-            }
+    fn handle(&mut self, msg: ControllerDeposed, _ctx: &mut Context<Self>) {
+        let role = self.shared.role();
+        if role.active && role.controller_epoch < msg.epoch {
+            log::warn!(
+                "controller epoch {} is current: this broker (epoch {}) steps down",
+                msg.epoch,
+                role.controller_epoch
+            );
+            self.shared.set_role(|r| r.active = false);
         }
-    };
+    }
 }
-
-control_handler!(ApplyLeaderAndIsr -> LeaderAndIsrResponse, apply_leader_and_isr);
-control_handler!(ApplyUpdateMetadata -> UpdateMetadataResponse, apply_update_metadata);
-control_handler!(ApplyStopReplica -> StopReplicaResponse, apply_stop_replica);
 
 /// Standby: the `/controller` claim went away; run for controller.
 #[derive(Debug, Message)]
@@ -959,9 +866,8 @@ mod elections;
 mod leadership;
 mod log_dirs;
 mod registration;
-mod replica_manager;
 mod requests;
 mod topics;
 
 pub use leadership::{ControlledShutdown, ElectLeaders, ElectionType, RebalanceLeaders};
-use topics::{find_or_create_log, partition_metadata};
+use topics::partition_metadata;

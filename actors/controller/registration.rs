@@ -5,18 +5,37 @@
 use super::*;
 
 impl Shared {
-    pub(super) fn role(&self) -> Role {
-        match self.role.lock() {
-            Ok(role) => *role,
-            Err(poisoned) => *poisoned.into_inner(),
+    /// Reads the controller context.
+    pub(super) fn context<T>(&self, read: impl FnOnce(&ControllerContext) -> T) -> T {
+        read(&self.context.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Changes the controller context; a role change is told to the
+    /// replica manager, which fences the control requests (this broker's
+    /// own controller's among them) with it. Sent before any later request
+    /// of this controller's, in order.
+    pub(super) fn update_context<T>(&self, change: impl FnOnce(&mut ControllerContext) -> T) -> T {
+        let (answer, before, after) = {
+            let mut context = self.context.lock().unwrap_or_else(|p| p.into_inner());
+            let before = context.role;
+            let answer = change(&mut context);
+            (answer, before, context.role)
+        };
+        if before != after {
+            self.replica_manager.do_send(LocalControllerRole {
+                broker_epoch: after.broker_epoch,
+                active_epoch: after.active.then_some(after.controller_epoch),
+            });
         }
+        answer
+    }
+
+    pub(super) fn role(&self) -> Role {
+        self.context(|c| c.role)
     }
 
     pub(super) fn set_role(&self, change: impl FnOnce(&mut Role)) {
-        match self.role.lock() {
-            Ok(mut role) => change(&mut role),
-            Err(poisoned) => change(&mut poisoned.into_inner()),
-        }
+        self.update_context(|c| change(&mut c.role))
     }
 
     pub(super) fn is_active(&self) -> bool {
@@ -24,20 +43,7 @@ impl Shared {
     }
 
     pub(super) fn shutting_down(&self) -> std::collections::BTreeSet<i32> {
-        match self.shutting_down.lock() {
-            Ok(ids) => ids.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    pub(super) fn update_shutting_down(
-        &self,
-        change: impl FnOnce(&mut std::collections::BTreeSet<i32>),
-    ) {
-        match self.shutting_down.lock() {
-            Ok(mut ids) => change(&mut ids),
-            Err(poisoned) => change(&mut poisoned.into_inner()),
-        }
+        self.context(|c| c.shutting_down())
     }
 
     pub(super) fn controller_epoch(&self) -> i32 {
@@ -64,14 +70,10 @@ impl Shared {
         epoch: i32,
         epoch_zk_version: i32,
     ) -> Result<(), ControllerError> {
-        self.set_role(|r| {
-            r.active = true;
-            r.controller_epoch = epoch;
-            r.epoch_zk_version = epoch_zk_version;
-        });
+        // A new term starts from the store: every deletion over from its
+        // mark, the brokers from their registrations.
+        self.update_context(|c| c.activate(epoch, epoch_zk_version));
         self.cache.update(|m| m.controller_id = self.broker_id);
-        // A new term starts every deletion over from its mark in the store.
-        self.with_deletions(|d| d.clear());
         let activated = async {
             self.load_brokers().await?;
             self.finish_pending_deletions().await?;

@@ -283,4 +283,43 @@ impl Shared {
         }
         answered
     }
+
+    /// This broker's replicas of `topic`'s `partitions` take up their
+    /// states: the controller's LeaderAndIsr to its own broker, through the
+    /// replica manager's fence as a remote controller's would. Answers a
+    /// code per partition.
+    pub(super) async fn become_leader_or_follower(
+        &self,
+        topic: &TopicMetadata,
+        partitions: &[i32],
+    ) -> Result<Vec<(i32, i16)>, ControllerError> {
+        let decision = BecomeLeaderOrFollower {
+            controller_epoch: self.controller_epoch(),
+            topic: topic.clone(),
+            partitions: partitions.to_vec(),
+        };
+        match self.replica_manager.send(decision).await {
+            Ok(codes) => codes.map(|PartitionCodes(codes)| codes),
+            Err(_) => Err(ControllerError::Stopped),
+        }
+    }
+
+    /// Stops this broker's replicas of `partitions`, deleting their logs
+    /// when `delete` (the controller's StopReplica to its own broker).
+    /// Says whether all of them stopped (and were deleted).
+    pub(super) async fn stop_local_replicas(
+        &self,
+        partitions: Vec<TopicPartition>,
+        delete: bool,
+    ) -> Result<bool, ControllerError> {
+        let stop = StopReplicas {
+            controller_epoch: self.controller_epoch(),
+            partitions,
+            delete,
+        };
+        match self.replica_manager.send(stop).await {
+            Ok(stopped) => stopped.map(|ReplicasStopped { all }| all),
+            Err(_) => Err(ControllerError::Stopped),
+        }
+    }
 }

@@ -271,10 +271,9 @@ impl Shared {
             configs,
             log_config,
         };
-        self.apply_local(
+        self.become_leader_or_follower(
             &topic,
             &topic.partitions.keys().copied().collect::<Vec<_>>(),
-            &BTreeMap::new(),
         )
         .await?;
         Ok(topic)
@@ -537,12 +536,11 @@ impl Shared {
             d.start(name, |b| live.contains(&b))
         });
         if asked.contains(&self.broker_id) {
-            let mut deleted = true;
-            for &index in partitions.keys() {
-                let tp = TopicPartition::new(name, index);
-                self.stop_leading(&tp);
-                deleted &= self.delete_log(&tp).await?;
-            }
+            let local = partitions
+                .keys()
+                .map(|&index| TopicPartition::new(name, index))
+                .collect();
+            let deleted = self.stop_local_replicas(local, true).await?;
             self.with_deletions(|d| d.answered(name, self.broker_id, deleted));
         }
         if let Some(topic) = &topic {
@@ -587,7 +585,7 @@ impl Shared {
         &self,
         change: impl FnOnce(&mut crate::controller::deletion::TopicDeletions) -> T,
     ) -> T {
-        change(&mut self.deletions.lock().unwrap_or_else(|p| p.into_inner()))
+        self.update_context(|c| change(&mut c.deletions))
     }
 
     /// A topic as its znodes describe it (the assignment, and each
@@ -739,55 +737,6 @@ pub(super) fn partition_metadata(
         replicas: replicas.to_vec(),
         isr: state.isr.clone(),
         zk_version,
-    }
-}
-
-/// The log of `tp` here, tied to `topic_id` (`partition.metadata`): found,
-/// or created empty. A log that exists but cannot be read is reported
-/// offline; one that belongs to another topic of the same name is
-/// INCONSISTENT_TOPIC_ID and left untouched.
-pub(super) async fn find_or_create_log(
-    log: &LogAdmin,
-    tp: TopicPartition,
-    config: LogConfig,
-    topic_id: [u8; 16],
-) -> Result<LogOffsets, ControllerError> {
-    let offsets = find_or_create_untied_log(log, tp.clone(), config).await?;
-    // The zero id: a topic from before topic ids (Kafka's ZERO_UUID).
-    if topic_id == [0; 16] {
-        return Ok(offsets);
-    }
-    match log.topic_id.send(AssignTopicId { tp, topic_id }).await {
-        Ok(Ok(())) => Ok(offsets),
-        Ok(Err(e)) => Err(ControllerError::Log(e)),
-        Err(_) => Err(ControllerError::Stopped),
-    }
-}
-
-pub(super) async fn find_or_create_untied_log(
-    log: &LogAdmin,
-    tp: TopicPartition,
-    config: LogConfig,
-) -> Result<LogOffsets, ControllerError> {
-    match log.offsets.send(GetLogOffsets { tp: tp.clone() }).await {
-        // Loaded at start-up with the broker's defaults: the topic's own
-        // configs (retention, segment size, cleanup.policy...) apply now.
-        Ok(Ok(offsets)) => match log.update_config.send(UpdateLogConfig { tp, config }).await {
-            Ok(Ok(())) => Ok(offsets),
-            Ok(Err(e)) => Err(ControllerError::Log(e)),
-            Err(_) => Err(ControllerError::Stopped),
-        },
-        Ok(Err(LogActorError::UnknownPartition(_))) => log
-            .create
-            .send(CreateLog { tp, config })
-            .await
-            .map_err(|_| ControllerError::Stopped)
-            .and_then(|created| created.map_err(ControllerError::from)),
-        Ok(Err(e)) => Err(ControllerError::Log(LogActorError::PartitionOffline {
-            tp,
-            reason: e.to_string(),
-        })),
-        Err(_) => Err(ControllerError::Stopped),
     }
 }
 

@@ -1,8 +1,9 @@
 //! LeaderAndIsr (key 4, v5), StopReplica (key 5, v3) and UpdateMetadata
 //! (key 6, v7): what the active controller tells every broker, Kafka's
-//! ZooKeeper-era inter-broker APIs. Each goes to this broker's controller
-//! actor, which fences it by controller and broker epoch and applies it;
-//! this module only turns a failure into the response's error code.
+//! ZooKeeper-era inter-broker APIs. Each goes to this broker's replica
+//! manager (`actors/replica_manager.rs`), which fences it by controller and
+//! broker epoch and applies it; this module only turns a failure into the
+//! response's error code.
 //! ControlledShutdown (key 7, v0-3) goes the other way: a stopping broker
 //! asks the active controller to move its leaderships away.
 
@@ -16,9 +17,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{
-    ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata, ControlledShutdown, ControllerError,
-};
+use crate::actors::controller::{ControlledShutdown, ControllerError};
+use crate::actors::replica_manager::{ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata};
 
 fn failed(error: ControllerError) -> i16 {
     log::warn!("a control request failed: {error}");
@@ -32,7 +32,7 @@ pub async fn leader_and_isr(
     ctx: &BrokerContext,
     request: LeaderAndIsrRequest,
 ) -> LeaderAndIsrResponse {
-    match ctx.controller.send(ApplyLeaderAndIsr(request)).await {
+    match ctx.replica_manager.send(ApplyLeaderAndIsr(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => LeaderAndIsrResponse::default().with_error_code(failed(e)),
         Err(_) => LeaderAndIsrResponse::default().with_error_code(failed(ControllerError::Stopped)),
@@ -43,7 +43,7 @@ pub async fn update_metadata(
     ctx: &BrokerContext,
     request: UpdateMetadataRequest,
 ) -> UpdateMetadataResponse {
-    match ctx.controller.send(ApplyUpdateMetadata(request)).await {
+    match ctx.replica_manager.send(ApplyUpdateMetadata(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => UpdateMetadataResponse::default().with_error_code(failed(e)),
         Err(_) => UpdateMetadataResponse::default().with_error_code(failed(ControllerError::Stopped)),
@@ -51,7 +51,7 @@ pub async fn update_metadata(
 }
 
 pub async fn stop_replica(ctx: &BrokerContext, request: StopReplicaRequest) -> StopReplicaResponse {
-    match ctx.controller.send(ApplyStopReplica(request)).await {
+    match ctx.replica_manager.send(ApplyStopReplica(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => StopReplicaResponse::default().with_error_code(failed(e)),
         Err(_) => StopReplicaResponse::default().with_error_code(failed(ControllerError::Stopped)),

@@ -60,6 +60,8 @@ pub struct BrokerContext {
     pub config: BrokerConfig,
     pub broker_id: i32,
     pub controller: Addr<Controller>,
+    /// This broker's replicas: where the controller's requests go.
+    pub replica_manager: Addr<crate::actors::replica_manager::ReplicaManager>,
     pub groups: Addr<GroupCoordinator>,
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,

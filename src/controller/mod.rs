@@ -6,8 +6,11 @@
 //! - `election`: Kafka's partition leader election algorithms (offline,
 //!   unclean, preferred, controlled shutdown), a new partition's first
 //!   state, and the partitions the automatic rebalance moves back.
+//! - `context`: Kafka's ControllerContext, the state only the controller
+//!   owns (role and epoch, live brokers' epochs, shutdowns, deletions).
 //! - `deletion`: Kafka's TopicDeletionManager states: which brokers must
 //!   still delete their replicas of a topic being deleted.
 
+pub mod context;
 pub mod deletion;
 pub mod election;
