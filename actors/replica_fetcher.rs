@@ -114,8 +114,15 @@ pub struct ReplicaFetcher {
     /// Taken by the round in flight.
     client: Option<BrokerClient>,
     partitions: BTreeMap<TopicPartition, Followed>,
-    round_in_flight: bool,
+    round: Option<RoundInFlight>,
     link: SupervisorLink,
+}
+
+/// The round in flight: its future, and the leader epoch each of its
+/// partitions was taken in.
+struct RoundInFlight {
+    future: SpawnHandle,
+    epochs: Vec<(TopicPartition, i32)>,
 }
 
 /// What one round works on: a snapshot of the partitions' positions.
@@ -144,7 +151,7 @@ enum Outcome {
 
 impl ReplicaFetcher {
     fn schedule(&mut self, ctx: &mut Context<Self>) {
-        if self.round_in_flight || self.partitions.is_empty() {
+        if self.round.is_some() || self.partitions.is_empty() {
             return;
         }
         let now = Instant::now();
@@ -183,9 +190,14 @@ impl ReplicaFetcher {
         let Some(mut client) = self.client.take() else {
             return;
         };
-        self.round_in_flight = true;
+        let epochs = work
+            .truncate
+            .iter()
+            .map(|(tp, _, epoch)| (tp.clone(), *epoch))
+            .chain(work.fetch.iter().map(|f| (f.tp.clone(), f.leader_epoch)))
+            .collect();
         let config = self.config.clone();
-        ctx.spawn(
+        let future = ctx.spawn(
             async move {
                 let outcomes = run_round(&mut client, &config, work).await;
                 (client, outcomes)
@@ -196,11 +208,46 @@ impl ReplicaFetcher {
                 // the round was out.
                 client.set_address(actor.address.clone());
                 actor.client = Some(client);
-                actor.round_in_flight = false;
+                actor.round = None;
                 actor.apply(outcomes);
                 actor.schedule(ctx);
             }),
         );
+        self.round = Some(RoundInFlight { future, epochs });
+    }
+
+    /// Gives up the round in flight when nothing it brings back can be
+    /// used: each of its partitions has a new leader epoch or is no longer
+    /// followed here. Such a round may be waiting on a dead connection (a
+    /// leader killed while cut off: its FIN never came, and the follower
+    /// learns of it only from a retransmission or its exchange timeout,
+    /// measured up to 14 s after the leader's restart); a new connection
+    /// serves the new epochs at once.
+    fn abandon_stale_round(&mut self, ctx: &mut Context<Self>) {
+        let Some(round) = &self.round else {
+            return;
+        };
+        let stale = round.epochs.iter().all(|(tp, epoch)| {
+            self.partitions
+                .get(tp)
+                .is_none_or(|followed| followed.leader_epoch != *epoch)
+        });
+        if !stale {
+            return;
+        }
+        if let Some(round) = self.round.take() {
+            ctx.cancel_future(round.future);
+        }
+        log::info!(
+            "replica fetcher {} for leader {}: every partition of the round in flight moved on; abandoning it on a new connection",
+            self.fetcher_id,
+            self.leader
+        );
+        self.client = Some(new_client(
+            &self.config,
+            self.address.clone(),
+            self.fetcher_id,
+        ));
     }
 
     fn apply(&mut self, outcomes: Vec<(TopicPartition, i32, Outcome)>) {
@@ -260,7 +307,7 @@ impl actix::Supervised for ReplicaFetcher {
                 self.fetcher_id,
             ));
         }
-        self.round_in_flight = false;
+        self.round = None;
         for followed in self.partitions.values_mut() {
             followed.state = FetchState::Truncating;
         }
@@ -310,6 +357,7 @@ impl Handler<AddPartition> for ReplicaFetcher {
                 paused_until: None,
             },
         );
+        self.abandon_stale_round(ctx);
         self.schedule(ctx);
     }
 }
@@ -324,8 +372,9 @@ pub struct RemovePartition {
 impl Handler<RemovePartition> for ReplicaFetcher {
     type Result = ();
 
-    fn handle(&mut self, msg: RemovePartition, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RemovePartition, ctx: &mut Context<Self>) {
         self.partitions.remove(&msg.tp);
+        self.abandon_stale_round(ctx);
     }
 }
 
@@ -832,7 +881,7 @@ impl ReplicaFetchers {
             address,
             config: self.config.clone(),
             partitions: BTreeMap::new(),
-            round_in_flight: false,
+            round: None,
             link: link.clone(),
         };
         supervise(None, spec, link, move |_| actor)
