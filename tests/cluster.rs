@@ -341,21 +341,42 @@ fn measure_failover_and_creation() {
 /// names new leaders (controlled shutdown).
 fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Duration) {
     let (_, _, controller) = cluster.view(0, "");
-    let survivor = (controller + 1) % 3;
-    let victim = (controller + 2) % 3;
+    let observer = (controller + 1).rem_euclid(3);
     let topic = "failover";
-    create_replicated_topic(&cluster.bootstrap(survivor), topic, 100, 3);
-    let in_sync = |cluster: &Cluster| {
-        let isrs = cluster.isrs(survivor, topic);
+    create_replicated_topic(&cluster.bootstrap(observer), topic, 100, 3);
+    let in_sync = |cluster: &Cluster, at: i32| {
+        let isrs = cluster.isrs(at, topic);
         isrs.len() == 100 && isrs.values().all(|isr| isr.len() == 3)
     };
-    wait_until_true("a full ISR", || in_sync(cluster));
-    let led: Vec<i32> = cluster
-        .view(survivor, topic)
-        .0
-        .into_iter()
-        .filter_map(|(partition, leader)| (leader == victim).then_some(partition))
-        .collect();
+    wait_until_true("a full ISR", || in_sync(cluster, observer));
+    // The victim is the broker other than the controller that leads the
+    // most partitions: a victim leading none would measure nothing.
+    // Metadata can leave the topic out for a moment after the ISRs are
+    // whole (it answers an error for it): wait for every leader.
+    let mut leaders = BTreeMap::new();
+    wait_until_true("every leader in Metadata", || {
+        leaders = cluster.view(observer, topic).0;
+        leaders.len() == 100
+    });
+    let led_by = |broker: i32| -> Vec<i32> {
+        leaders
+            .iter()
+            .filter_map(|(&partition, &leader)| (leader == broker).then_some(partition))
+            .collect()
+    };
+    let victim = (0..3)
+        .filter(|&b| b != controller)
+        .max_by_key(|&b| led_by(b).len())
+        .expect("two brokers besides the controller");
+    let survivor = (0..3)
+        .find(|&b| b != controller && b != victim)
+        .expect("a third broker");
+    let led = led_by(victim);
+    assert!(
+        !led.is_empty(),
+        "no broker besides the controller {controller} leads a partition: {leaders:?}"
+    );
+    let in_sync = |cluster: &Cluster| in_sync(cluster, survivor);
     let moved = |cluster: &Cluster| {
         let leaders = cluster.view(survivor, topic).0;
         led.iter()
