@@ -6,8 +6,8 @@
 //! (`BecomeLeaderOrFollower`, `StopReplicas`) pass the same fence and the
 //! same code as a remote controller's requests.
 //!
-//! It owns the controller epochs this broker has seen (`ControllerEpochs`,
-//! a pure type). It never writes the metadata store and never waits on the
+//! It owns the controller epochs this broker has seen (`ControllerEpochs`
+//! in `src/controller/fence.rs`, a pure type). It never writes the metadata store and never waits on the
 //! controller actor: it tells a deposed local controller with `do_send`, so
 //! the controller may wait on it, and a newer controller's requests are
 //! applied while the old one is still busy in a handler.
@@ -43,6 +43,7 @@ use crate::cluster::{
     is_internal_topic, BrokerEndpoint, MetadataCache, PartitionMetadata, TopicMetadata,
 };
 use crate::config::apply_topic_overrides;
+use crate::controller::fence::{ControllerEpochs, Fence};
 use crate::metadata::store::MetadataStore;
 use crate::metadata::znodes::{ConfigEntityZNode, ConfigType, ControllerEpochZNode};
 use crate::replication::ReplicationError;
@@ -56,97 +57,6 @@ const LOG_CREATION_CONCURRENCY: usize = 4;
 /// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
 /// partition being deleted.
 pub const LEADER_DURING_DELETE: i32 = -2;
-
-// ---------------------------------------------------------------------
-// The fence: which controller this broker obeys.
-// ---------------------------------------------------------------------
-
-/// The controller epochs this broker knows: the fence every control
-/// request passes (Kafka's STALE_CONTROLLER_EPOCH and KIP-380's
-/// STALE_BROKER_EPOCH).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ControllerEpochs {
-    /// This broker's id.
-    pub broker_id: i32,
-    /// The newest controller epoch seen, in a request or in this broker's
-    /// own election. Requests from older controllers are refused.
-    pub newest: i32,
-    /// This broker's registration epoch (the czxid of its
-    /// `/brokers/ids/<id>`); requests addressed to an older registration
-    /// are refused.
-    pub broker_epoch: i64,
-    /// This broker's own controller epoch while it is the active controller.
-    pub local_active: Option<i32>,
-    /// Whether another broker can be the controller at all (ZooKeeper; the
-    /// embedded store has one broker).
-    pub clustered: bool,
-}
-
-/// What the fence says of a control request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fence {
-    Accept,
-    /// Refused with this Kafka error code.
-    Refuse(i16),
-    /// A newer epoch from another broker while this broker believes it is
-    /// the controller: taken only once `/controller_epoch` confirms it (a
-    /// forged or confused request must not depose a working controller).
-    ConfirmNewer,
-}
-
-impl ControllerEpochs {
-    pub fn new(broker_id: i32, clustered: bool) -> ControllerEpochs {
-        ControllerEpochs {
-            broker_id,
-            newest: 0,
-            broker_epoch: -1,
-            local_active: None,
-            clustered,
-        }
-    }
-
-    /// The fence for a request from `controller_id` at `epoch`, addressed
-    /// to `broker_epoch` (-1: any, as old request versions and this
-    /// broker's own controller send).
-    pub fn check(&self, controller_id: i32, epoch: i32, broker_epoch: i64) -> Fence {
-        let stale = ResponseError::StaleControllerEpoch.code();
-        if epoch < self.newest {
-            return Fence::Refuse(stale);
-        }
-        if broker_epoch != -1 && broker_epoch < self.broker_epoch {
-            return Fence::Refuse(ResponseError::StaleBrokerEpoch.code());
-        }
-        match self.local_active {
-            Some(local) if controller_id == self.broker_id && epoch == local => Fence::Accept,
-            // No other controller of this epoch or older can exist while
-            // this broker holds it, and none at all without ZooKeeper.
-            Some(local) if epoch <= local || !self.clustered => Fence::Refuse(stale),
-            Some(_) => Fence::ConfirmNewer,
-            None => Fence::Accept,
-        }
-    }
-
-    /// Takes `epoch` from `controller_id` as current. Returns this broker's
-    /// own controller epoch when the request deposes it.
-    pub fn accept(&mut self, controller_id: i32, epoch: i32) -> Option<i32> {
-        self.newest = self.newest.max(epoch);
-        match self.local_active {
-            Some(local) if controller_id != self.broker_id || epoch != local => {
-                self.local_active = None;
-                Some(local)
-            }
-            _ => None,
-        }
-    }
-
-    /// This broker's controller took up the role at `epoch`, or left it.
-    pub fn set_local(&mut self, active_epoch: Option<i32>) {
-        if let Some(epoch) = active_epoch {
-            self.newest = self.newest.max(epoch);
-        }
-        self.local_active = active_epoch;
-    }
-}
 
 // ---------------------------------------------------------------------
 // Messages
@@ -431,10 +341,25 @@ control_request_handler!(ApplyLeaderAndIsr -> LeaderAndIsrResponse, apply_leader
 control_request_handler!(ApplyUpdateMetadata -> UpdateMetadataResponse, apply_update_metadata);
 control_request_handler!(ApplyStopReplica -> StopReplicaResponse, apply_stop_replica);
 
-/// A local decision refused by the fence: this broker's controller was
-/// deposed, and its epoch is no longer current.
-fn deposed<T>(epoch: i32) -> impl FnOnce(i16) -> Result<T, ControllerError> {
-    move |_| Err(ControllerError::ControllerMoved { epoch })
+impl ReplicaManager {
+    /// A decision of this broker's own controller at `epoch`: fenced like a
+    /// remote controller's request; refused means that controller was
+    /// deposed and its epoch is no longer current.
+    fn fenced_local<T, W, F>(&mut self, epoch: i32, work: W) -> AtomicResponse<Self, Result<T, ControllerError>>
+    where
+        T: 'static,
+        W: FnOnce(Replicas) -> F + 'static,
+        F: std::future::Future<Output = Result<T, ControllerError>> + 'static,
+    {
+        let broker_id = self.replicas.broker_id;
+        self.fenced(
+            broker_id,
+            epoch,
+            -1,
+            move |_| Err(ControllerError::ControllerMoved { epoch }),
+            work,
+        )
+    }
 }
 
 impl Handler<BecomeLeaderOrFollower> for ReplicaManager {
@@ -443,18 +368,12 @@ impl Handler<BecomeLeaderOrFollower> for ReplicaManager {
     fn handle(&mut self, msg: BecomeLeaderOrFollower, _ctx: &mut Context<Self>) -> Self::Result {
         fail::fail_point!("replica_manager.BecomeLeaderOrFollower");
         let epoch = msg.controller_epoch;
-        self.fenced(
-            self.replicas.broker_id,
-            epoch,
-            -1,
-            deposed(epoch),
-            move |replicas| async move {
+        self.fenced_local(epoch, move |replicas| async move {
                 replicas
                     .become_leader_or_follower(&msg.topic, &msg.partitions, &BTreeMap::new(), epoch)
                     .await
                     .map(PartitionCodes)
-            },
-        )
+        })
     }
 }
 
@@ -462,13 +381,7 @@ impl Handler<StopReplicas> for ReplicaManager {
     type Result = AtomicResponse<Self, Result<ReplicasStopped, ControllerError>>;
 
     fn handle(&mut self, msg: StopReplicas, _ctx: &mut Context<Self>) -> Self::Result {
-        let epoch = msg.controller_epoch;
-        self.fenced(
-            self.replicas.broker_id,
-            epoch,
-            -1,
-            deposed(epoch),
-            move |replicas| async move {
+        self.fenced_local(msg.controller_epoch, move |replicas| async move {
                 let mut all = true;
                 for tp in &msg.partitions {
                     replicas.stop_replica(tp);
@@ -477,8 +390,7 @@ impl Handler<StopReplicas> for ReplicaManager {
                     }
                 }
                 Ok(ReplicasStopped { all })
-            },
-        )
+        })
     }
 }
 
@@ -715,14 +627,16 @@ impl Replicas {
         self.partitions.events.publish(event);
     }
 
-    /// A topic's configs and log config: the cache's, or read from
-    /// `/config/topics/<name>` for a topic not known here yet.
+    /// A topic's configs and log config: those of `known` (the cache's
+    /// entry), or read from `/config/topics/<name>` for a topic not known
+    /// here yet.
     async fn configs_of(
         &self,
         name: &str,
+        known: Option<&TopicMetadata>,
     ) -> Result<(BTreeMap<String, String>, LogConfig), ControllerError> {
-        if let Some(known) = self.cache.topic(name) {
-            return Ok((known.configs, known.log_config));
+        if let Some(known) = known {
+            return Ok((known.configs.clone(), known.log_config.clone()));
         }
         let configs = read_topic_configs(self.store.as_ref(), name).await?;
         let log_config = topic_log_config(&self.base_log_config, &configs)?;
@@ -741,7 +655,8 @@ impl Replicas {
         let mut topics = Vec::new();
         for topic in request.topic_states {
             let name = topic.topic_name.0.to_string();
-            let (configs, log_config) = self.configs_of(&name).await?;
+            let known = self.cache.topic(&name);
+            let (configs, log_config) = self.configs_of(&name, known.as_ref()).await?;
             let partitions: BTreeMap<i32, PartitionMetadata> = topic
                 .partition_states
                 .iter()
@@ -824,12 +739,9 @@ impl Replicas {
                 self.cache.update(|m| m.topics.remove(&name));
                 continue;
             }
-            let (configs, log_config) = self.configs_of(&name).await?;
-            let mut partitions = self
-                .cache
-                .topic(&name)
-                .map(|t| t.partitions)
-                .unwrap_or_default();
+            let known = self.cache.topic(&name);
+            let (configs, log_config) = self.configs_of(&name, known.as_ref()).await?;
+            let mut partitions = known.map(|t| t.partitions).unwrap_or_default();
             for p in topic.partition_states {
                 partitions.insert(
                     p.partition_index,
@@ -957,72 +869,5 @@ async fn find_or_create_untied_log(
             reason: e.to_string(),
         })),
         Err(_) => Err(ControllerError::Stopped),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const STALE: i16 = 11;
-    const STALE_BROKER: i16 = 77;
-
-    fn standby() -> ControllerEpochs {
-        let mut epochs = ControllerEpochs::new(1, true);
-        epochs.broker_epoch = 100;
-        epochs
-    }
-
-    #[test]
-    fn a_standby_takes_the_newest_controller_and_refuses_older_ones() {
-        let mut epochs = standby();
-        assert_eq!(epochs.check(2, 5, 100), Fence::Accept);
-        assert_eq!(epochs.accept(2, 5), None);
-        assert_eq!(epochs.check(3, 4, 100), Fence::Refuse(STALE));
-        assert_eq!(epochs.check(2, 5, 100), Fence::Accept);
-        assert_eq!(epochs.check(3, 6, -1), Fence::Accept);
-    }
-
-    #[test]
-    fn a_request_for_an_older_registration_is_refused() {
-        let epochs = standby();
-        assert_eq!(epochs.check(2, 5, 99), Fence::Refuse(STALE_BROKER));
-        assert_eq!(epochs.check(2, 5, 101), Fence::Accept);
-    }
-
-    #[test]
-    fn the_local_controller_passes_its_own_fence_until_a_newer_one_is_confirmed() {
-        let mut epochs = standby();
-        epochs.set_local(Some(7));
-        assert_eq!(epochs.newest, 7);
-        assert_eq!(epochs.check(1, 7, -1), Fence::Accept);
-        assert_eq!(epochs.accept(1, 7), None);
-        // Another broker cannot be controller at this broker's epoch or
-        // an older one.
-        assert_eq!(epochs.check(2, 7, 100), Fence::Refuse(STALE));
-        // A newer one needs `/controller_epoch`'s word.
-        assert_eq!(epochs.check(2, 8, 100), Fence::ConfirmNewer);
-        assert_eq!(epochs.accept(2, 8), Some(7));
-        assert_eq!(epochs.local_active, None);
-        // The deposed controller's own decisions are refused from now on.
-        assert_eq!(epochs.check(1, 7, -1), Fence::Refuse(STALE));
-    }
-
-    #[test]
-    fn without_zookeeper_no_other_controller_exists() {
-        let mut epochs = ControllerEpochs::new(0, false);
-        epochs.set_local(Some(1));
-        assert_eq!(epochs.check(5, 9, -1), Fence::Refuse(STALE));
-        assert_eq!(epochs.check(0, 1, -1), Fence::Accept);
-    }
-
-    #[test]
-    fn a_resigned_controller_follows_the_next_one() {
-        let mut epochs = standby();
-        epochs.set_local(Some(3));
-        epochs.set_local(None);
-        assert_eq!(epochs.check(2, 4, 100), Fence::Accept);
-        assert_eq!(epochs.accept(2, 4), None);
-        assert_eq!(epochs.check(1, 3, -1), Fence::Refuse(STALE));
     }
 }

@@ -335,15 +335,23 @@ fn a_panicking_group_keeps_its_committed_offsets() {
 /// and every partition on it live on, and the next creation works.
 #[test]
 fn a_panic_in_a_shard_command_costs_one_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut broker = BrokerProcess::start_with_env(
-        dir.path(),
+    one_panicking_creation_then_serving(
         &["num.io.threads=1"],
-        &[("FAILPOINTS", "shard.create=1*panic")],
+        "shard.create=1*panic",
+        "log shard 0: create panicked",
     );
+}
+
+/// With `failpoint` set to panic once on a topic creation's way: that
+/// CreateTopics fails, `restarted` is logged, the broker lives on, and the
+/// next topic is created, led here and written.
+fn one_panicking_creation_then_serving(settings: &[&str], failpoint: &str, restarted: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker =
+        BrokerProcess::start_with_env(dir.path(), settings, &[("FAILPOINTS", failpoint)]);
     let first = create_topics(&broker.bootstrap, &["doomed"], 1);
     assert!(first[0].is_err(), "{first:?}");
-    broker.wait_for_line("log shard 0: create panicked", Duration::from_secs(5));
+    broker.wait_for_line(restarted, Duration::from_secs(5));
     assert_eq!(
         create_topics(&broker.bootstrap, &["fine"], 1),
         vec![Ok("fine".to_string())]
@@ -381,24 +389,11 @@ fn a_panicking_controller_restarts_and_serves_again() {
 /// next topic is created, led here and written.
 #[test]
 fn a_panicking_replica_manager_restarts_and_serves_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut broker = BrokerProcess::start_with_env(
-        dir.path(),
+    one_panicking_creation_then_serving(
         &[],
-        &[(
-            "FAILPOINTS",
-            "replica_manager.BecomeLeaderOrFollower=1*panic",
-        )],
+        "replica_manager.BecomeLeaderOrFollower=1*panic",
+        "the replica manager restarts",
     );
-    let first = create_topics(&broker.bootstrap, &["doomed"], 1);
-    assert!(first[0].is_err(), "{first:?}");
-    broker.wait_for_line("the replica manager restarts", Duration::from_secs(5));
-    assert_eq!(
-        create_topics(&broker.bootstrap, &["fine"], 1),
-        vec![Ok("fine".to_string())]
-    );
-    assert_eq!(raw_produce(&broker.bootstrap, "fine", 0, 5), 0);
-    assert!(broker.is_running());
 }
 
 /// A controller that panics on every CreateTopic: past its budget the

@@ -752,6 +752,27 @@ fn config_change_notifications_are_purged() {
     );
 }
 
+/// One CreateTopics of `name` (1 partition, 1 replica) as a raw request,
+/// so that an error comes back as it is: a client library would retry
+/// NOT_CONTROLLER.
+fn raw_create_topic(bootstrap: &str, name: &str) -> kafka_protocol::messages::CreateTopicsResponse {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    common::raw_request(
+        bootstrap,
+        ApiKey::CreateTopics,
+        5,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name.to_owned())))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+        Duration::from_secs(20),
+    )
+}
+
 /// Moves `/controller_epoch` under `root` one on, as a successor's
 /// election does; returns the epoch it held before.
 fn move_controller_epoch_on(zk_root: &ZkView, root: &str) -> i32 {
@@ -789,21 +810,7 @@ fn a_controller_whose_epoch_moved_on_writes_nothing() {
     move_controller_epoch_on(&zk_root, "/fenced");
 
     // One raw request: a client library would retry NOT_CONTROLLER.
-    use kafka_protocol::messages::create_topics_request::CreatableTopic;
-    use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, TopicName};
-    use kafka_protocol::protocol::StrBytes;
-    let answer: CreateTopicsResponse = common::raw_request(
-        &broker.bootstrap,
-        ApiKey::CreateTopics,
-        5,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(10_000)
-            .with_topics(vec![CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("after")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-        Duration::from_secs(20),
-    );
+    let answer = raw_create_topic(&broker.bootstrap, "after");
     assert_eq!(
         answer.topics[0].error_code,
         kafka_protocol::error::ResponseError::NotController.code(),
@@ -864,13 +871,12 @@ fn a_forged_newer_controller_epoch_does_not_unseat_the_controller() {
 /// and writes nothing.
 #[test]
 fn a_confirmed_newer_controller_deposes_this_one() {
-    use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::update_metadata_request::{
         UpdateMetadataBroker, UpdateMetadataEndpoint,
     };
     use kafka_protocol::messages::{
-        ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest,
-        MetadataResponse, TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+        ApiKey, BrokerId, MetadataRequest, MetadataResponse, UpdateMetadataRequest,
+        UpdateMetadataResponse,
     };
     use kafka_protocol::protocol::StrBytes;
     let zk = ZooKeeperServer::start();
@@ -914,18 +920,7 @@ fn a_confirmed_newer_controller_deposes_this_one() {
     );
     // The step-down reaches the controller actor after the answer.
     broker.wait_for_line("is current: this broker", Duration::from_secs(10));
-    let answer: CreateTopicsResponse = common::raw_request(
-        &broker.bootstrap,
-        ApiKey::CreateTopics,
-        5,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(10_000)
-            .with_topics(vec![CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("after")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-        Duration::from_secs(20),
-    );
+    let answer = raw_create_topic(&broker.bootstrap, "after");
     // A standby writes the assignment for the controller to take up, as
     // Kafka's AdminZkClient does; an active controller would have elected
     // the leader (written the partition state) before answering.

@@ -10,7 +10,10 @@
 //!   owns (role and epoch, live brokers' epochs, shutdowns, deletions).
 //! - `deletion`: Kafka's TopicDeletionManager states: which brokers must
 //!   still delete their replicas of a topic being deleted.
+//! - `fence`: the broker's side: which controller's requests it obeys
+//!   (controller and broker epochs), applied by the ReplicaManager.
 
 pub mod context;
 pub mod deletion;
 pub mod election;
+pub mod fence;
