@@ -44,6 +44,7 @@ use crate::cluster::{
 };
 use crate::config::apply_topic_overrides;
 use crate::controller::fence::{ControllerEpochs, Fence};
+use crate::controller::requests::LEADER_DURING_DELETE;
 use crate::metadata::store::MetadataStore;
 use crate::metadata::znodes::{ConfigEntityZNode, ConfigType, ControllerEpochZNode};
 use crate::replication::ReplicationError;
@@ -54,9 +55,6 @@ use crate::topic_partition::TopicPartition;
 /// `Replicas::become_leader_or_follower`).
 const LOG_CREATION_CONCURRENCY: usize = 4;
 
-/// Kafka's `LeaderAndIsr.LeaderDuringDelete`: UpdateMetadata's mark for a
-/// partition being deleted.
-pub const LEADER_DURING_DELETE: i32 = -2;
 
 // ---------------------------------------------------------------------
 // Messages

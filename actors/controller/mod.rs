@@ -38,7 +38,7 @@ use super::log::LogActorError;
 use super::partition::{PartitionRuntime, UpdateConfig};
 use super::replica_manager::{
     BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController, LocalControllerRole,
-    PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas, LEADER_DURING_DELETE,
+    PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas,
 };
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use kafka_protocol::error::ResponseError;
@@ -762,20 +762,8 @@ impl Handler<DeleteTopic> for Controller {
 // broker applies what it is told.
 // ---------------------------------------------------------------------
 
-use kafka_protocol::messages::leader_and_isr_request::{
-    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
-};
-use kafka_protocol::messages::stop_replica_request::{
-    StopReplicaPartitionState, StopReplicaTopicState,
-};
-use kafka_protocol::messages::update_metadata_request::{
-    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
-    UpdateMetadataTopicState,
-};
-use kafka_protocol::messages::{
-    BrokerId, LeaderAndIsrRequest, StopReplicaRequest, TopicName, UpdateMetadataRequest,
-};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::stop_replica_request::StopReplicaTopicState;
+use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest};
 
 use super::controller_channel::{ChannelHandle, ControlRequest, ControllerChannel, Deliver};
 use crate::metadata::znodes::{

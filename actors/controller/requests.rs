@@ -4,6 +4,7 @@
 //! through each broker's channel.
 
 use super::*;
+use crate::controller::requests::{self, Stamp};
 
 impl Shared {
     /// Sends `requests` to `broker` in order (queued now, answered later;
@@ -59,118 +60,37 @@ impl Shared {
         }
     }
 
+    /// A request from this controller at its epoch, for `broker`'s
+    /// current registration.
+    fn stamp(&self, broker: i32) -> Stamp {
+        Stamp {
+            controller_id: self.broker_id,
+            controller_epoch: self.controller_epoch(),
+            broker_epoch: self.broker_epoch_of(broker),
+        }
+    }
+
+    /// LeaderAndIsr for the partitions of `topics` that `broker` holds a
+    /// replica of (`controller::requests::leader_and_isr`).
     pub(super) fn leader_and_isr_request(
         &self,
         broker: i32,
         topics: &[TopicMetadata],
     ) -> Option<LeaderAndIsrRequest> {
-        let epoch = self.controller_epoch();
-        let mut leaders = std::collections::BTreeSet::new();
-        let topic_states: Vec<LeaderAndIsrTopicState> = topics
-            .iter()
-            .filter_map(|topic| {
-                let partitions: Vec<LeaderAndIsrPartitionState> = topic
-                    .partitions
-                    .iter()
-                    .filter(|(_, p)| p.replicas.contains(&broker))
-                    .map(|(&index, p)| {
-                        leaders.insert(p.leader);
-                        LeaderAndIsrPartitionState::default()
-                            .with_partition_index(index)
-                            .with_controller_epoch(epoch)
-                            .with_leader(BrokerId(p.leader))
-                            .with_leader_epoch(p.leader_epoch)
-                            .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
-                            .with_partition_epoch(p.zk_version)
-                            .with_replicas(p.replicas.iter().map(|&b| BrokerId(b)).collect())
-                    })
-                    .collect();
-                (!partitions.is_empty()).then(|| {
-                    LeaderAndIsrTopicState::default()
-                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                        .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
-                        .with_partition_states(partitions)
-                })
-            })
-            .collect();
-        if topic_states.is_empty() {
-            return None;
-        }
-        let live_leaders = self.cache.read(|m| {
-            leaders
-                .iter()
-                .filter_map(|id| m.brokers.get(id))
-                .map(|b| {
-                    LeaderAndIsrLiveLeader::default()
-                        .with_broker_id(BrokerId(b.id))
-                        .with_host_name(StrBytes::from_string(b.host.clone()))
-                        .with_port(b.port as i32)
-                })
-                .collect()
-        });
-        Some(
-            LeaderAndIsrRequest::default()
-                .with_controller_id(BrokerId(self.broker_id))
-                .with_controller_epoch(epoch)
-                .with_broker_epoch(self.broker_epoch_of(broker))
-                .with_topic_states(topic_states)
-                .with_live_leaders(live_leaders),
-        )
+        let stamp = self.stamp(broker);
+        self.cache
+            .read(|m| requests::leader_and_isr(stamp, broker, topics, &m.brokers))
     }
 
+    /// UpdateMetadata with `topics`' partitions and the live brokers.
     pub(super) fn update_metadata_request(
         &self,
         broker: i32,
         topics: &[TopicMetadata],
     ) -> UpdateMetadataRequest {
-        let epoch = self.controller_epoch();
-        let live_brokers = self.cache.read(|m| {
-            m.brokers
-                .values()
-                .map(|b| {
-                    UpdateMetadataBroker::default()
-                        .with_id(BrokerId(b.id))
-                        .with_endpoints(vec![UpdateMetadataEndpoint::default()
-                            .with_host(StrBytes::from_string(b.host.clone()))
-                            .with_port(b.port as i32)
-                            .with_listener(StrBytes::from_static_str("PLAINTEXT"))
-                            .with_security_protocol(0)])
-                        .with_rack(b.rack.clone().map(StrBytes::from_string))
-                })
-                .collect()
-        });
-        let topic_states = topics
-            .iter()
-            .map(|topic| {
-                UpdateMetadataTopicState::default()
-                    .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                    .with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
-                    .with_partition_states(
-                        topic
-                            .partitions
-                            .iter()
-                            .map(|(&index, p)| {
-                                UpdateMetadataPartitionState::default()
-                                    .with_partition_index(index)
-                                    .with_controller_epoch(epoch)
-                                    .with_leader(BrokerId(p.leader))
-                                    .with_leader_epoch(p.leader_epoch)
-                                    .with_isr(p.isr.iter().map(|&b| BrokerId(b)).collect())
-                                    .with_zk_version(p.zk_version)
-                                    .with_replicas(
-                                        p.replicas.iter().map(|&b| BrokerId(b)).collect(),
-                                    )
-                            })
-                            .collect(),
-                    )
-            })
-            .collect();
-        UpdateMetadataRequest::default()
-            .with_controller_id(BrokerId(self.broker_id))
-            .with_controller_epoch(epoch)
-            .with_broker_epoch(self.broker_epoch_of(broker))
-            .with_topic_states(topic_states)
-            .with_live_brokers(live_brokers)
+        let stamp = self.stamp(broker);
+        self.cache
+            .read(|m| requests::update_metadata(stamp, topics, &m.brokers))
     }
 
     /// StopReplica for `topics`, stamped for `broker`.
@@ -179,11 +99,7 @@ impl Shared {
         broker: i32,
         topics: Vec<StopReplicaTopicState>,
     ) -> StopReplicaRequest {
-        StopReplicaRequest::default()
-            .with_controller_id(BrokerId(self.broker_id))
-            .with_controller_epoch(self.controller_epoch())
-            .with_broker_epoch(self.broker_epoch_of(broker))
-            .with_topic_states(topics)
+        requests::stop_replica(self.stamp(broker), topics)
     }
 
     /// Tells every other broker that `topic` is being deleted
@@ -200,31 +116,13 @@ impl Shared {
             return Vec::new();
         }
         let mut confirmations = Vec::new();
-        let mut deleted = topic.clone();
-        for p in deleted.partitions.values_mut() {
-            p.leader = LEADER_DURING_DELETE;
-        }
+        let deleted = requests::marked_for_deletion(topic);
         for broker in self.remote_brokers() {
-            let held: Vec<StopReplicaPartitionState> = topic
-                .partitions
-                .iter()
-                .filter(|(_, p)| p.replicas.contains(&broker))
-                .map(|(&index, p)| {
-                    StopReplicaPartitionState::default()
-                        .with_partition_index(index)
-                        .with_leader_epoch(p.leader_epoch)
-                        .with_delete_partition(true)
-                })
-                .collect();
-            if let (true, false, Some(channel)) =
-                (ask.contains(&broker), held.is_empty(), self.channel(broker))
+            let held = requests::stop_replica_topic(topic, broker, true);
+            if let (true, Some(held), Some(channel)) =
+                (ask.contains(&broker), held, self.channel(broker))
             {
-                let request = ControlRequest::StopReplica(self.stop_replica_request(
-                    broker,
-                    vec![StopReplicaTopicState::default()
-                        .with_topic_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                        .with_partition_states(held)],
-                ));
+                let request = ControlRequest::StopReplica(self.stop_replica_request(broker, vec![held]));
                 // Each broker has its own time limit: one silent broker
                 // does not void the others' answers.
                 confirmations.push(async move {

@@ -10,6 +10,8 @@
 //!   owns (role and epoch, live brokers' epochs, shutdowns, deletions).
 //! - `deletion`: Kafka's TopicDeletionManager states: which brokers must
 //!   still delete their replicas of a topic being deleted.
+//! - `requests`: Kafka's ControllerBrokerRequestBatch's requests, built
+//!   for one broker from the partitions that changed.
 //! - `fence`: the broker's side: which controller's requests it obeys
 //!   (controller and broker epochs), applied by the ReplicaManager.
 
@@ -17,3 +19,4 @@ pub mod context;
 pub mod deletion;
 pub mod election;
 pub mod fence;
+pub mod requests;
