@@ -19,6 +19,10 @@ command -v python3 >/dev/null || apt_missing+=(python3 python3-pip)
 # A real ZooKeeper server for the cluster tests (Debian's package, on Java).
 [ -f /usr/share/java/zookeeper.jar ] || apt_missing+=(zookeeper)
 command -v java >/dev/null || apt_missing+=(default-jre-headless)
+# The Java client tests (tests/java): a JDK and Maven, which downloads
+# kafka-clients and JUnit from Maven Central.
+command -v javac >/dev/null || apt_missing+=(default-jdk-headless)
+command -v mvn >/dev/null || apt_missing+=(maven)
 # Network namespaces, veth pairs and tc for the network-partition tests.
 { command -v ip >/dev/null && command -v tc >/dev/null; } || apt_missing+=(iproute2)
 command -v node >/dev/null || apt_missing+=(nodejs)
@@ -77,6 +81,29 @@ fp_status=${PIPESTATUS[0]}
 cargo test --features failpoints --test controller_failover 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
+# The Java client against real broker processes (tests/java): Kafka 3.9's
+# client, then the newest 4.x, which dropped old protocol versions
+# (KIP-896). Each surefire summary becomes a "test result:" line below.
+target_dir=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
+for kafka_version in 3.9.1 4.4.0; do
+  echo "== Java client tests, kafka-clients $kafka_version"
+  java_log=$(mktemp)
+  mvn -B -f tests/java/pom.xml test -Dkafka.version="$kafka_version" \
+    -Dferrolog.bin="$target_dir/debug/ferrolog" 2>&1 | tee "$java_log"
+  java_status=${PIPESTATUS[0]}
+  [ "$status" -eq 0 ] && status=$java_status
+  # Surefire's last "Tests run:" line is the module's total.
+  grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$java_log" \
+    | tail -1 \
+    | awk -v v="$kafka_version" -F'[ ,]+' '{ run = $4; f = $6 + $8; s = $10;
+        printf "test result: java kafka-clients %s: %d passed; %d failed; %d skipped\n", v, run - f - s, f, s }' \
+    | tee -a "$log"
+  if [ "$java_status" -ne 0 ] && ! grep -q "java kafka-clients $kafka_version" "$log"; then
+    # Maven failed before any test ran (a download, a compile error).
+    echo "test result: java kafka-clients $kafka_version: 0 passed; 1 failed;" | tee -a "$log"
+  fi
+  rm -f "$java_log"
+done
 set -e
 # The last binaries cargo runs (examples, benches) hold no tests; close with
 # the totals over every binary instead.

@@ -328,9 +328,136 @@ pub fn validate_unhonoured(def: &TopicConfigDef, value: &str) -> Result<(), NotO
 #[error("not a valid {0:?} value")]
 pub struct NotOfType(pub ConfigKind);
 
+/// IncrementalAlterConfigs' operations (`AlterConfigOp.OpType`), by the
+/// codes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterOp {
+    Set = 0,
+    Delete = 1,
+    Append = 2,
+    Subtract = 3,
+}
+
+impl AlterOp {
+    pub fn from_code(code: i8) -> Option<AlterOp> {
+        match code {
+            0 => Some(AlterOp::Set),
+            1 => Some(AlterOp::Delete),
+            2 => Some(AlterOp::Append),
+            3 => Some(AlterOp::Subtract),
+            _ => None,
+        }
+    }
+}
+
+/// Why an incremental change was refused (Kafka answers INVALID_CONFIG).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IncrementalAlterError {
+    #[error("Config value {0} is not allowed for config key: {1}")]
+    NotAList(&'static str, String),
+    #[error("Null value not supported for: {0}")]
+    NullValue(String),
+    #[error("Unknown operation {0} for config key: {1}")]
+    UnknownOperation(i8, String),
+}
+
+/// Applies one IncrementalAlterConfigs operation to a topic's overrides,
+/// as Kafka's `ConfigAdminManager.prepareIncrementalConfigs` does: SET and
+/// DELETE on any key; APPEND (values not there yet, at the end) and
+/// SUBTRACT (every occurrence) only on LIST keys, starting from the
+/// override or, without one, the key's Kafka default. Unknown keys are
+/// left to the validation of the whole set.
+pub fn apply_incremental(
+    overrides: &mut std::collections::BTreeMap<std::string::String, std::string::String>,
+    operation: i8,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), IncrementalAlterError> {
+    let Some(op) = AlterOp::from_code(operation) else {
+        return Err(IncrementalAlterError::UnknownOperation(operation, key.to_string()));
+    };
+    let value = match (op, value) {
+        (AlterOp::Delete, _) => {
+            overrides.remove(key);
+            return Ok(());
+        }
+        (_, None) => return Err(IncrementalAlterError::NullValue(key.to_string())),
+        (_, Some(value)) => value,
+    };
+    if op == AlterOp::Set {
+        overrides.insert(key.to_string(), value.to_string());
+        return Ok(());
+    }
+    let def = topic_config(key).filter(|def| def.kind == ConfigKind::List);
+    let Some(def) = def else {
+        let verb = if op == AlterOp::Append { "append" } else { "subtract" };
+        return Err(IncrementalAlterError::NotAList(verb, key.to_string()));
+    };
+    let items = |list: &str| -> Vec<std::string::String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut current = items(overrides.get(key).map_or(def.default, |v| v.as_str()));
+    let given = items(value);
+    if op == AlterOp::Append {
+        for item in given {
+            if !current.contains(&item) {
+                current.push(item);
+            }
+        }
+    } else {
+        current.retain(|item| !given.contains(item));
+    }
+    overrides.insert(key.to_string(), current.join(","));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn append_and_subtract_change_list_keys_from_their_default() {
+        let mut overrides = std::collections::BTreeMap::new();
+        apply_incremental(&mut overrides, 2, "cleanup.policy", Some("compact")).unwrap();
+        assert_eq!(overrides["cleanup.policy"], "delete,compact");
+        // Appending what is there adds nothing.
+        apply_incremental(&mut overrides, 2, "cleanup.policy", Some("delete")).unwrap();
+        assert_eq!(overrides["cleanup.policy"], "delete,compact");
+        apply_incremental(&mut overrides, 3, "cleanup.policy", Some("delete")).unwrap();
+        assert_eq!(overrides["cleanup.policy"], "compact");
+        // An empty default: no leading comma.
+        let key = "leader.replication.throttled.replicas";
+        apply_incremental(&mut overrides, 2, key, Some("0:1,1:2")).unwrap();
+        assert_eq!(overrides[key], "0:1,1:2");
+        apply_incremental(&mut overrides, 3, key, Some("0:1")).unwrap();
+        assert_eq!(overrides[key], "1:2");
+    }
+
+    #[test]
+    fn append_and_subtract_are_refused_on_other_keys() {
+        let mut overrides = std::collections::BTreeMap::new();
+        assert_eq!(
+            apply_incremental(&mut overrides, 2, "retention.ms", Some("1")),
+            Err(IncrementalAlterError::NotAList("append", "retention.ms".into()))
+        );
+        assert!(apply_incremental(&mut overrides, 3, "segment.ms", Some("1")).is_err());
+        assert!(apply_incremental(&mut overrides, 9, "segment.ms", Some("1")).is_err());
+        assert!(apply_incremental(&mut overrides, 0, "segment.ms", None).is_err());
+        assert!(overrides.is_empty());
+    }
+
+    #[test]
+    fn set_and_delete_take_any_key() {
+        let mut overrides = std::collections::BTreeMap::new();
+        apply_incremental(&mut overrides, 0, "retention.ms", Some("5")).unwrap();
+        assert_eq!(overrides["retention.ms"], "5");
+        apply_incremental(&mut overrides, 1, "retention.ms", None).unwrap();
+        assert!(overrides.is_empty());
+    }
 
     #[test]
     fn table_is_sorted_and_unique() {

@@ -22,7 +22,7 @@ use crate::actors::controller::{AlterTopicConfigs, ControllerError};
 use crate::cluster::TopicMetadata;
 use crate::config::{java_double, BrokerConfig, BROKER_KEYS};
 use crate::storage::LogConfig;
-use crate::topic_config::TOPIC_CONFIGS;
+use crate::topic_config::{apply_incremental, TOPIC_CONFIGS};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -269,8 +269,6 @@ pub async fn incremental_alter(
     ctx: &BrokerContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    const SET: i8 = 0;
-    const DELETE: i8 = 1;
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
@@ -301,18 +299,10 @@ pub async fn incremental_alter(
         let mut configs = topic.configs.clone();
         let mut refused = None;
         for op in &resource.configs {
-            let key = op.name.to_string();
-            match (op.config_operation, &op.value) {
-                (SET, Some(value)) => {
-                    configs.insert(key, value.to_string());
-                }
-                (DELETE, _) => {
-                    configs.remove(&key);
-                }
-                (operation, _) => {
-                    // APPEND/SUBTRACT apply to list configs; none is supported yet.
-                    refused = Some(format!("operation {operation} is not valid for {key}"));
-                }
+            let value = op.value.as_ref().map(|v| v.as_str());
+            if let Err(e) = apply_incremental(&mut configs, op.config_operation, &op.name, value) {
+                refused = Some(e.to_string());
+                break;
             }
         }
         if let Some(reason) = refused {
