@@ -84,11 +84,21 @@ fp_status=${PIPESTATUS[0]}
 # The Java client against real broker processes (tests/java): Kafka 3.9's
 # client, then the newest 4.x, which dropped old protocol versions
 # (KIP-896). Each surefire summary becomes a "test result:" line below.
+# Kafka 3.9's own tools (ToolsTest) run with the 3.9 client only: their
+# jars come from tests/java/tools/pom.xml.
 target_dir=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
+tools_classpath=$(mktemp)
+if ! mvn -B -q -f tests/java/tools/pom.xml dependency:build-classpath \
+    -Dmdep.outputFile="$tools_classpath"; then
+  echo "test result: Kafka 3.9 tools classpath: 0 passed; 1 failed;" | tee -a "$log"
+  status=1
+fi
 for kafka_version in 3.9.1 4.4.0; do
   echo "== Java client tests, kafka-clients $kafka_version"
   java_log=$(mktemp)
-  mvn -B -f tests/java/pom.xml test -Dkafka.version="$kafka_version" \
+  tools=()
+  [ "$kafka_version" = 3.9.1 ] && tools=(-Dkafka.tools.classpath="$(cat "$tools_classpath")")
+  mvn -B -f tests/java/pom.xml test -Dkafka.version="$kafka_version" "${tools[@]}" \
     -Dferrolog.bin="$target_dir/debug/ferrolog" 2>&1 | tee "$java_log"
   java_status=${PIPESTATUS[0]}
   [ "$status" -eq 0 ] && status=$java_status
@@ -104,6 +114,7 @@ for kafka_version in 3.9.1 4.4.0; do
   fi
   rm -f "$java_log"
 done
+rm -f "$tools_classpath"
 set -e
 # The last binaries cargo runs (examples, benches) hold no tests; close with
 # the totals over every binary instead.

@@ -71,12 +71,16 @@ pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec
                 ));
             }
             let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.2);
+            // The override; else what the log config makes of it; else, for
+            // keys kept outside the log config, the first synonym's value.
             let value = match topic.configs.get(def.name) {
                 Some(value) => value.clone(),
-                None if def.honoured => effective_value(def.name, &topic.log_config, broker),
-                None => synonyms
-                    .first()
-                    .map_or_else(|| def.default.to_string(), |s| s.1.clone()),
+                None => def
+                    .honoured
+                    .then(|| effective_value(def.name, &topic.log_config, broker))
+                    .flatten()
+                    .or_else(|| synonyms.first().map(|s| s.1.clone()))
+                    .unwrap_or_else(|| def.default.to_string()),
             };
             ConfigEntry {
                 name: def.name.to_string(),
@@ -91,8 +95,10 @@ pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec
         .collect()
 }
 
-fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> String {
-    match key {
+/// A topic key's value as the log config holds it; `None` for a key the
+/// log config does not hold.
+fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Option<String> {
+    Some(match key {
         "retention.ms" => config.retention_ms.to_string(),
         "retention.bytes" => config.retention_bytes.to_string(),
         "segment.bytes" => config.segment_bytes.to_string(),
@@ -115,8 +121,8 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Stri
         "max.compaction.lag.ms" => config.max_compaction_lag_ms.to_string(),
         // Not a log setting: the broker's `min.insync.replicas`.
         "min.insync.replicas" => broker.min_insync_replicas.to_string(),
-        _ => String::new(),
-    }
+        _ => return None,
+    })
 }
 
 /// Every broker key of the table, with its value, where it comes from,

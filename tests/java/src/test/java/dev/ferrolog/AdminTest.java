@@ -89,6 +89,16 @@ class AdminTest extends OneBroker {
         assertEquals(ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, config.get("retention.ms").source());
         assertEquals("compact", config.get("cleanup.policy").value());
         assertEquals(ConfigEntry.ConfigSource.DEFAULT_CONFIG, config.get("preallocate").source());
+        // Every key has its effective value (these two were once empty).
+        assertEquals("producer", config.get("compression.type").value());
+        assertEquals("false", config.get("unclean.leader.election.enable").value());
+        for (ConfigEntry entry : config.values()) {
+            if (entry.value() != null && entry.value().isEmpty()) {
+                assertTrue(Set.of("leader.replication.throttled.replicas",
+                        "follower.replication.throttled.replicas").contains(entry.name()),
+                        entry.name() + " has an empty value");
+            }
+        }
         // config/server.properties sets log.segment.bytes: Kafka names the
         // broker's static config as the source.
         assertEquals(ConfigEntry.ConfigSource.STATIC_BROKER_CONFIG, config.get("segment.bytes").source());

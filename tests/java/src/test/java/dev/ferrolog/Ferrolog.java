@@ -152,8 +152,8 @@ final class Ferrolog implements AutoCloseable {
         return process.isAlive();
     }
 
-    @Override
-    public void close() throws IOException, InterruptedException {
+    /** A clean shutdown (SIGTERM), keeping the log directory. */
+    void stop() throws InterruptedException {
         if (process.isAlive()) {
             process.destroy();
             if (!process.waitFor(30, TimeUnit.SECONDS)) {
@@ -161,6 +161,11 @@ final class Ferrolog implements AutoCloseable {
                 process.waitFor(10, TimeUnit.SECONDS);
             }
         }
+    }
+
+    @Override
+    public void close() throws IOException, InterruptedException {
+        stop();
         if (ownsDir) {
             try (Stream<Path> paths = Files.walk(logDir)) {
                 paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
