@@ -305,6 +305,7 @@ impl BrokerBuilder {
                 Arc::new(tokio::sync::Semaphore::new(bytes as usize))
             }),
             frame_buffers: crate::net::FrameBuffers::new(),
+            log_dirs: log.clone().recipient(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

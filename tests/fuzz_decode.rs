@@ -529,6 +529,14 @@ fn filled_request(api: ApiKey, version: i16, correlation_id: i32) -> Bytes {
                 ]);
             encode_request(&header, api, &request)
         }
+        ApiKey::DescribeLogDirs => {
+            let request = DescribeLogDirsRequest::default().with_topics(Some(vec![
+                describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(name("topic-a"))
+                    .with_partitions(vec![0, 2]),
+            ]));
+            encode_request(&header, api, &request)
+        }
         _ => return default_request(api, version, correlation_id),
     };
     match encoded {
@@ -563,6 +571,7 @@ const FILLED_APIS: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::OffsetDelete,
     ApiKey::DescribeCluster,
+    ApiKey::DescribeLogDirs,
 ];
 
 /// A header and an empty body: for APIs added to `SUPPORTED_APIS` after

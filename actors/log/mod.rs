@@ -30,11 +30,12 @@ pub mod shard;
 pub use shard::{
     Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId, CheckpointEntry,
     DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
-    Read, Roll, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
+    Read, ReplicaLog, Roll, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
     UpdateLogConfig,
 };
 use shard::{
-    CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, EnforceRetention,
+    CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, DescribeShardLogs,
+    EnforceRetention,
     FlushDueLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
 };
 
@@ -683,6 +684,84 @@ impl Handler<DeleteLog> for LogActor {
         let shard = self.shards.for_partition(&msg.tp);
         Box::pin(async move { shard.send(DeleteShardLog { tp: msg.tp }).await })
     }
+}
+
+/// One log directory as DescribeLogDirs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirDescription {
+    /// The `log.dirs` entry.
+    pub path: PathBuf,
+    /// The file system's size and the bytes free to this process
+    /// (`statvfs`), -1 when they cannot be read.
+    pub total_bytes: i64,
+    pub usable_bytes: i64,
+    /// Why the directory cannot be read (Kafka's KAFKA_STORAGE_ERROR).
+    pub error: Option<String>,
+    pub replicas: Vec<ReplicaLog>,
+}
+
+/// Every log directory with the replicas it holds (DescribeLogDirs).
+#[derive(Debug)]
+pub struct DescribeLogDirs;
+
+impl Message for DescribeLogDirs {
+    type Result = Result<Vec<LogDirDescription>, LogActorError>;
+}
+
+impl Handler<DescribeLogDirs> for LogActor {
+    type Result = ResponseFuture<Result<Vec<LogDirDescription>, LogActorError>>;
+
+    fn handle(&mut self, _msg: DescribeLogDirs, _ctx: &mut Context<Self>) -> Self::Result {
+        let replicas = self.shards.gather(|| DescribeShardLogs);
+        let paths: Vec<PathBuf> = self.dirs.iter().map(|d| d.path().to_path_buf()).collect();
+        Box::pin(async move {
+            let mut replicas = replicas.await?;
+            let mut described = Vec::with_capacity(paths.len());
+            for path in paths {
+                let (held, rest) = replicas.into_iter().partition(|r| r.log_dir == path);
+                replicas = rest;
+                let space = {
+                    let path = path.clone();
+                    tokio::task::spawn_blocking(move || file_system_space(&path))
+                        .await
+                        .map_err(|_| LogActorError::Stopped)?
+                };
+                let (total_bytes, usable_bytes, error) = match space {
+                    Ok((total, usable)) => (total, usable, None),
+                    Err(e) => (-1, -1, Some(e.to_string())),
+                };
+                described.push(LogDirDescription {
+                    path,
+                    total_bytes,
+                    usable_bytes,
+                    error,
+                    replicas: held,
+                });
+            }
+            Ok(described)
+        })
+    }
+}
+
+/// The size of the file system holding `path` and the bytes free to an
+/// unprivileged writer, as Kafka's `FileStore.getTotalSpace` and
+/// `getUsableSpace` give them.
+fn file_system_space(path: &std::path::Path) -> std::io::Result<(i64, i64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: statvfs writes only into `stat`, a plain C struct we own;
+    // `c_path` is NUL-terminated and outlives the call.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let block = stat.f_frsize as i64;
+    Ok((
+        (stat.f_blocks as i64).saturating_mul(block),
+        (stat.f_bavail as i64).saturating_mul(block),
+    ))
 }
 
 /// Run one retention pass now (the timer does this every

@@ -839,6 +839,50 @@ impl Handler<CloseAll> for LogShard {
     }
 }
 
+/// One replica's log as DescribeLogDirs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaLog {
+    pub tp: TopicPartition,
+    /// The `log.dirs` entry holding it.
+    pub log_dir: PathBuf,
+    /// The bytes of its segments.
+    pub size_bytes: u64,
+    /// Kafka's offset lag of a current (not future) replica: how far its
+    /// log end is below its high watermark, never negative.
+    pub offset_lag: i64,
+}
+
+/// The shard's online logs, each with its directory and size (offline
+/// ones are not listed, as Kafka lists only the logs it has open).
+#[derive(Debug)]
+pub struct DescribeShardLogs;
+
+impl Message for DescribeShardLogs {
+    type Result = Result<Vec<ReplicaLog>, LogActorError>;
+}
+
+impl Handler<DescribeShardLogs> for LogShard {
+    type Result = Result<Vec<ReplicaLog>, LogActorError>;
+
+    fn handle(&mut self, _msg: DescribeShardLogs, _ctx: &mut Self::Context) -> Self::Result {
+        self.guarded("describe", |shard| {
+            Ok(shard
+                .logs
+                .iter()
+                .filter_map(|(tp, state)| match state {
+                    PartitionState::Online(log) => Some(ReplicaLog {
+                        tp: tp.clone(),
+                        log_dir: log.dir().parent().unwrap_or(log.dir()).to_path_buf(),
+                        size_bytes: log.size_in_bytes(),
+                        offset_lag: (log.high_watermark() - log.log_end_offset()).max(0),
+                    }),
+                    PartitionState::Offline { .. } => None,
+                })
+                .collect())
+        })
+    }
+}
+
 /// Try to load every offline partition again from what was last known of
 /// it (the disk fault may have cleared: space freed, a remount). Answers
 /// the partitions that came back.

@@ -16,6 +16,7 @@ pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_log_dirs;
 pub mod describe_groups;
 pub mod elect_leaders;
 pub mod fetch;
@@ -76,6 +77,8 @@ pub struct BrokerContext {
     pub request_memory: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     /// Spare request-frame buffers every connection reads into.
     pub frame_buffers: std::sync::Arc<crate::net::FrameBuffers>,
+    /// The log actor's description of its directories (DescribeLogDirs).
+    pub log_dirs: actix::Recipient<crate::actors::log::DescribeLogDirs>,
 }
 
 impl BrokerContext {
@@ -229,6 +232,7 @@ pub async fn handle(
         Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
         Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
         Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
+        Request::DescribeLogDirs(r) => reply!(describe_log_dirs::handle(ctx, *r).await),
         Request::InitProducerId(r) => reply!(init_producer_id::handle(ctx, *r).await),
         Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, *r, version).await),
         Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),

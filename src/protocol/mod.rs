@@ -101,6 +101,7 @@ implemented_apis! {
     DeleteGroups(DeleteGroupsRequest) = DeleteGroups, 0..=2;
     DescribeConfigs(DescribeConfigsRequest) = DescribeConfigs, 0..=4;
     AlterConfigs(AlterConfigsRequest) = AlterConfigs, 0..=2;
+    DescribeLogDirs(DescribeLogDirsRequest) = DescribeLogDirs, 0..=4;
     CreatePartitions(CreatePartitionsRequest) = CreatePartitions, 0..=3;
     ElectLeaders(ElectLeadersRequest) = ElectLeaders, 0..=2;
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest) = IncrementalAlterConfigs, 0..=1;

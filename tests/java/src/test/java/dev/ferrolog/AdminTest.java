@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +24,9 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeReplicaLogDirsResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -36,6 +41,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.ElectionNotNeededException;
 import org.apache.kafka.common.errors.GroupNotEmptyException;
@@ -275,6 +281,60 @@ class AdminTest extends OneBroker {
         Map<TopicPartition, Optional<Throwable>> result =
                 admin.electLeaders(ElectionType.PREFERRED, Set.of(tp)).partitions().get();
         assertInstanceOf(ElectionNotNeededException.class, result.get(tp).orElseThrow());
+    }
+
+    @Test
+    void describeLogDirsGivesEachReplicasDirectorySizeAndLag() throws Exception {
+        String topic = Clients.unique("admin-logdirs");
+        Clients.createTopic(admin, topic, 2);
+        produce(topic, 0, 50, System.currentTimeMillis());
+        Map<Integer, Map<String, LogDirDescription>> all =
+                admin.describeLogDirs(List.of(0)).allDescriptions().get();
+        Map<String, LogDirDescription> dirs = all.get(0);
+        assertEquals(Set.of(broker.logDir().toString()), dirs.keySet(), "the one log.dirs entry");
+        LogDirDescription dir = dirs.get(broker.logDir().toString());
+        assertEquals(null, dir.error());
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        ReplicaInfo written = dir.replicaInfos().get(p0);
+        Path segment = broker.logDir().resolve(topic + "-0").resolve("00000000000000000000.log");
+        assertEquals(Files.size(segment), written.size(), "the segment's bytes");
+        assertEquals(0, written.offsetLag());
+        assertFalse(written.isFuture());
+        assertEquals(0, dir.replicaInfos().get(p1).size());
+        assertTrue(dir.totalBytes().orElseThrow() > 0);
+        assertTrue(dir.usableBytes().orElseThrow() > 0);
+        assertTrue(dir.totalBytes().orElseThrow() >= dir.usableBytes().orElseThrow());
+        // Asked for one partition (describeReplicaLogDirs), one answer.
+        TopicPartitionReplica replica = new TopicPartitionReplica(topic, 0, 0);
+        DescribeReplicaLogDirsResult.ReplicaLogDirInfo info =
+                admin.describeReplicaLogDirs(List.of(replica)).all().get().get(replica);
+        assertEquals(broker.logDir().toString(), info.getCurrentReplicaLogDir());
+        assertEquals(null, info.getFutureReplicaLogDir());
+    }
+
+    @Test
+    void describeLogDirsNamesEachDirectoryWithTheReplicasInIt() throws Exception {
+        Path first = Files.createTempDirectory("ferrolog-dir-a");
+        Path second = Files.createTempDirectory("ferrolog-dir-b");
+        String topic = Clients.unique("admin-two-dirs");
+        try (Ferrolog two = Ferrolog.start("log.dirs=" + first + "," + second);
+                Admin twoAdmin = Clients.admin(two.bootstrap())) {
+            Clients.createTopic(twoAdmin, topic, 4);
+            Map<String, LogDirDescription> dirs =
+                    twoAdmin.describeLogDirs(List.of(0)).allDescriptions().get().get(0);
+            assertEquals(Set.of(first.toString(), second.toString()), dirs.keySet());
+            int replicas = 0;
+            for (Map.Entry<String, LogDirDescription> dir : dirs.entrySet()) {
+                for (TopicPartition tp : dir.getValue().replicaInfos().keySet()) {
+                    assertTrue(Files.isDirectory(Path.of(dir.getKey(), tp.topic() + "-" + tp.partition())),
+                            tp + " is where it is said to be");
+                    replicas++;
+                }
+                assertFalse(dir.getValue().replicaInfos().isEmpty(), "new partitions go to both dirs");
+            }
+            assertEquals(4, replicas);
+        }
     }
 
     /**

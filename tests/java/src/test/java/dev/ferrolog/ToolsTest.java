@@ -147,6 +147,22 @@ class ToolsTest extends OneBroker {
     }
 
     @Test
+    void kafkaLogDirsDescribesEachReplica() throws Exception {
+        String topic = Clients.unique("tool-logdirs");
+        Clients.createTopic(admin, topic, 2);
+        produce(topic, 2, 20);
+        String out = tool(KafkaTool.LOG_DIRS, withBootstrap("--describe", "--topic-list", topic)).ok().stdout();
+        String json = out.lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow(() -> new AssertionError(out));
+        assertTrue(json.contains("\"logDir\":\"" + broker.logDir() + "\""), json);
+        assertTrue(json.contains("\"error\":null"), json);
+        for (int p = 0; p < 2; p++) {
+            long size = Files.size(broker.logDir().resolve(topic + "-" + p).resolve("00000000000000000000.log"));
+            assertTrue(json.contains("{\"partition\":\"" + topic + "-" + p + "\",\"size\":" + size
+                    + ",\"offsetLag\":0,\"isFuture\":false}"), json);
+        }
+    }
+
+    @Test
     void producerPerfTestAndTheVerifiableClients() throws Exception {
         String topic = Clients.unique("tool-perf");
         Clients.createTopic(admin, topic, 2);
