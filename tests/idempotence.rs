@@ -44,7 +44,8 @@ fn produce(bootstrap: &str, topic: &str, batch: Bytes) -> (i16, i64) {
     (partition.error_code, partition.base_offset)
 }
 
-/// A retry gets the original offsets and is not written again; a gap is
+/// A retry gets the original offsets and is not written again; a gap, or
+/// an unknown producer starting past 0 in a whole log, is
 /// OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch INVALID_PRODUCER_EPOCH, as
 /// Kafka answers. After a SIGKILL the broker still knows the last batch
 /// (replayed from the log), and hands out producer ids from a new block.
@@ -62,6 +63,14 @@ fn kafkas_answers_to_retries_gaps_and_old_epochs() {
     let pid = init.producer_id.0;
     assert!(pid >= 0);
 
+    // Nothing was ever deleted from this log, so a producer it does not
+    // know must start at 0: a later batch first means the earlier ones
+    // were refused (the Java client retries it after them).
+    let ahead = batch_v2_idempotent(3, pid, 0, 3);
+    assert_eq!(
+        produce(&broker.bootstrap, topic, ahead).0,
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
     let first = batch_v2_idempotent(3, pid, 0, 0);
     assert_eq!(produce(&broker.bootstrap, topic, first.clone()), (0, 0));
     assert_eq!(produce(&broker.bootstrap, topic, first), (0, 0), "a retry");

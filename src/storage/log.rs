@@ -21,7 +21,7 @@ use super::config::LogConfig;
 use super::error::LogError;
 use super::leader_epoch::LeaderEpochCache;
 use super::partition_metadata;
-use super::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
+use super::producer_state::{LogHistory, ProducerBatch, ProducerCheck, ProducerStateManager};
 use super::segment::{segment_file, FileRegion, Segment, SegmentRecovery, SEGMENT_EXTENSIONS};
 use crate::topic_partition::TopicPartition;
 
@@ -390,7 +390,13 @@ impl PartitionLog {
         }
         let producer_batches = producer_batches(&assigned);
         if !producer_batches.is_empty() {
-            if let ProducerCheck::Duplicate(original) = self.producers.check(&producer_batches)? {
+            let history = if self.log_start_offset() == 0 {
+                LogHistory::Whole
+            } else {
+                LogHistory::Truncated
+            };
+            let checked = self.producers.check(&producer_batches, history)?;
+            if let ProducerCheck::Duplicate(original) = checked {
                 log::debug!(
                     "{}: a retried batch of producer {} is answered with offsets {}..={}",
                     self.tp,

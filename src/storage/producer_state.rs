@@ -169,8 +169,9 @@ impl ProducerEntry {
     }
 
     /// Kafka's `ProducerAppendInfo.checkProducerEpoch` and `checkSequence`
-    /// for a client's batch.
-    fn check(&self, batch: &ProducerBatch) -> Result<(), ProducerStateError> {
+    /// for a client's batch, with one rule of ferrolog's: in a whole log an
+    /// unknown producer starts at sequence 0 (see `LogHistory`).
+    fn check(&self, batch: &ProducerBatch, history: LogHistory) -> Result<(), ProducerStateError> {
         if batch.producer_epoch < self.producer_epoch {
             return Err(ProducerStateError::InvalidProducerEpoch {
                 producer_id: batch.producer_id,
@@ -179,7 +180,15 @@ impl ProducerEntry {
             });
         }
         if batch.producer_epoch != self.producer_epoch {
-            if batch.first_sequence != 0 && self.producer_epoch != NO_PRODUCER_EPOCH {
+            let unknown = self.producer_epoch == NO_PRODUCER_EPOCH;
+            if batch.first_sequence != 0 && unknown && history == LogHistory::Whole {
+                return Err(ProducerStateError::OutOfOrderSequence {
+                    producer_id: batch.producer_id,
+                    first_sequence: batch.first_sequence,
+                    last_sequence: -1,
+                });
+            }
+            if batch.first_sequence != 0 && !unknown {
                 return Err(ProducerStateError::InvalidSequenceForNewEpoch {
                     producer_id: batch.producer_id,
                     epoch: batch.producer_epoch,
@@ -212,6 +221,25 @@ impl ProducerEntry {
             })
             .copied()
     }
+}
+
+/// How much of a partition's history its log still holds, which says
+/// whether a producer unknown to its state may be one whose state was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogHistory {
+    /// Nothing was ever deleted from the log's start (log start offset 0):
+    /// the state has every producer that wrote here, so an unknown
+    /// producer's first batch must have sequence 0. A later one means its
+    /// earlier batches were refused (say, sent to this leader just before
+    /// it became one): OUT_OF_ORDER_SEQUENCE_NUMBER, which clients retry
+    /// after the earlier batch, instead of a log that starts mid-sequence
+    /// and a client retrying its sequence 0 forever. Kafka accepts any
+    /// sequence here, and has that race.
+    Whole,
+    /// Records were deleted from the start (retention, DeleteRecords):
+    /// Kafka 2.5+'s rule, any first sequence (KIP-360), as the producer's
+    /// state may have gone with them.
+    Truncated,
 }
 
 /// A producer batch's fate.
@@ -261,7 +289,11 @@ impl ProducerStateManager {
     /// Check a client's batches, in order, as if each before it had been
     /// written. A duplicate answers for the whole append (Kafka stops at
     /// the first one it finds).
-    pub fn check(&self, batches: &[ProducerBatch]) -> Result<ProducerCheck, ProducerStateError> {
+    pub fn check(
+        &self,
+        batches: &[ProducerBatch],
+        history: LogHistory,
+    ) -> Result<ProducerCheck, ProducerStateError> {
         let mut staged: HashMap<i64, ProducerEntry> = HashMap::new();
         for batch in batches {
             let entry = staged
@@ -271,7 +303,7 @@ impl ProducerStateManager {
                 return Ok(ProducerCheck::Duplicate(duplicate));
             }
             let mut entry = entry.cloned().unwrap_or_else(ProducerEntry::empty);
-            entry.check(batch)?;
+            entry.check(batch, history)?;
             entry.add(batch);
             staged.insert(batch.producer_id, entry);
         }
@@ -492,18 +524,45 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_producer_must_start_at_zero_in_a_whole_log() {
+        // Every batch since offset 0 is in the log, so the state knows
+        // every producer that wrote here: a first batch at sequence 5 means
+        // its batches 0..5 never arrived (a retriable error the client
+        // retries in order), not that their state was lost.
+        let dir = tempfile::tempdir().unwrap();
+        let state = ProducerStateManager::new(dir.path());
+        assert!(matches!(
+            state.check(&[batch(0, 5, 3, 0)], LogHistory::Whole),
+            Err(ProducerStateError::OutOfOrderSequence {
+                first_sequence: 5,
+                last_sequence: -1,
+                ..
+            })
+        ));
+        assert_eq!(
+            state.check(&[batch(0, 0, 3, 0)], LogHistory::Whole),
+            Ok(ProducerCheck::Append)
+        );
+    }
+
+    #[test]
     fn sequences_follow_kafkas_rules() {
         let dir = tempfile::tempdir().unwrap();
         let mut state = ProducerStateManager::new(dir.path());
-        // An unknown producer may start anywhere (Kafka 2.5+, KIP-360).
-        assert_eq!(state.check(&[batch(0, 5, 3, 0)]), Ok(ProducerCheck::Append));
+        // Once records were deleted from the log's start (retention,
+        // DeleteRecords), an unknown producer may start anywhere, as in
+        // Kafka 2.5+ (its state may have gone with them).
+        assert_eq!(
+            state.check(&[batch(0, 5, 3, 0)], LogHistory::Truncated),
+            Ok(ProducerCheck::Append)
+        );
         state.update(&batch(0, 0, 3, 0));
         state.update(&batch(0, 3, 2, 3));
         // The next in order.
-        assert_eq!(state.check(&[batch(0, 5, 1, 5)]), Ok(ProducerCheck::Append));
+        assert_eq!(state.check(&[batch(0, 5, 1, 5)], LogHistory::Whole), Ok(ProducerCheck::Append));
         // A retry of a batch still remembered: its first offsets.
         assert_eq!(
-            state.check(&[batch(0, 3, 2, 99)]),
+            state.check(&[batch(0, 3, 2, 99)], LogHistory::Whole),
             Ok(ProducerCheck::Duplicate(BatchMetadata {
                 first_sequence: 3,
                 last_sequence: 4,
@@ -514,7 +573,7 @@ mod tests {
         );
         // A gap.
         assert!(matches!(
-            state.check(&[batch(0, 7, 1, 5)]),
+            state.check(&[batch(0, 7, 1, 5)], LogHistory::Whole),
             Err(ProducerStateError::OutOfOrderSequence {
                 last_sequence: 4,
                 ..
@@ -522,17 +581,17 @@ mod tests {
         ));
         // Two batches in one append: the second follows the first.
         assert_eq!(
-            state.check(&[batch(0, 5, 1, 5), batch(0, 6, 1, 6)]),
+            state.check(&[batch(0, 5, 1, 5), batch(0, 6, 1, 6)], LogHistory::Whole),
             Ok(ProducerCheck::Append)
         );
         // A new epoch starts at 0; an old one is fenced.
         assert!(matches!(
-            state.check(&[batch(1, 4, 1, 5)]),
+            state.check(&[batch(1, 4, 1, 5)], LogHistory::Whole),
             Err(ProducerStateError::InvalidSequenceForNewEpoch { .. })
         ));
         state.update(&batch(1, 0, 1, 5));
         assert!(matches!(
-            state.check(&[batch(0, 5, 1, 6)]),
+            state.check(&[batch(0, 5, 1, 6)], LogHistory::Whole),
             Err(ProducerStateError::InvalidProducerEpoch { current: 1, .. })
         ));
         // Only the last five batches are remembered.
@@ -542,7 +601,7 @@ mod tests {
         // Sequence 0 of epoch 1 was the sixth batch back: forgotten, so a
         // retry of it is out of order, not a duplicate.
         assert!(matches!(
-            state.check(&[batch(1, 0, 1, 11)]),
+            state.check(&[batch(1, 0, 1, 11)], LogHistory::Whole),
             Err(ProducerStateError::OutOfOrderSequence {
                 last_sequence: 5,
                 ..
@@ -575,7 +634,7 @@ mod tests {
         assert_eq!(loaded.last_sequence_of(7), Some((2, 4)));
         // The last batch is still a duplicate after a restart.
         assert!(matches!(
-            loaded.check(&[batch(2, 4, 1, 30)]),
+            loaded.check(&[batch(2, 4, 1, 30)], LogHistory::Whole),
             Ok(ProducerCheck::Duplicate(BatchMetadata {
                 first_offset: 14,
                 ..

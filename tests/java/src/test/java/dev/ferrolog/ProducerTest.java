@@ -8,11 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -41,58 +38,21 @@ class ProducerTest extends OneBroker {
         for (String topic : topics) {
             Clients.createTopic(admin, topic, partitions);
         }
-        Map<TopicPartition, List<Long>> ackedOffsets = new ConcurrentHashMap<>();
-        Map<TopicPartition, List<Integer>> ackedOrder = new ConcurrentHashMap<>();
-        Map<TopicPartition, Map<Long, String>> acked = new ConcurrentHashMap<>();
-        List<Exception> failures = Collections.synchronizedList(new ArrayList<>());
+        Acknowledgements acks = new Acknowledgements();
         try (KafkaProducer<String, String> producer = Clients.producer(broker.bootstrap(), config)) {
             for (int i = 0; i < count; i++) {
                 String topic = topics.get(i % topics.size());
                 String value = topic + "-" + i;
-                final int sent = i;
-                producer.send(new ProducerRecord<>(topic, "key-" + (i % 97), value), (metadata, error) -> {
-                    if (error != null) {
-                        failures.add(error);
-                        return;
-                    }
-                    TopicPartition tp = new TopicPartition(metadata.topic(), metadata.partition());
-                    // Callbacks of one partition run on the producer's I/O
-                    // thread in acknowledgement order.
-                    ackedOffsets.computeIfAbsent(tp, k -> new ArrayList<>()).add(metadata.offset());
-                    ackedOrder.computeIfAbsent(tp, k -> new ArrayList<>()).add(sent);
-                    String before = acked.computeIfAbsent(tp, k -> new HashMap<>()).put(metadata.offset(), value);
-                    if (before != null) {
-                        failures.add(new IllegalStateException(tp + "@" + metadata.offset() + " acknowledged twice"));
-                    }
-                });
+                producer.send(new ProducerRecord<>(topic, "key-" + (i % 97), value), acks.callback(i, value));
             }
             producer.flush();
         }
-        assertTrue(failures.isEmpty(), "failed deliveries: " + failures);
-        int total = 0;
-        for (Map.Entry<TopicPartition, List<Long>> entry : ackedOffsets.entrySet()) {
-            List<Long> offsets = entry.getValue();
-            for (int i = 0; i < offsets.size(); i++) {
-                assertEquals((long) i, offsets.get(i), entry.getKey() + ": offsets in send order, from 0, no gap");
-            }
-            List<Integer> order = ackedOrder.get(entry.getKey());
-            for (int i = 1; i < order.size(); i++) {
-                assertTrue(order.get(i - 1) < order.get(i), entry.getKey() + ": acknowledged in send order");
-            }
-            total += offsets.size();
-        }
-        assertEquals(count, total, "every record acknowledged once");
+        acks.verifyAcknowledged(count);
         List<TopicPartition> all = new ArrayList<>();
         for (String topic : topics) {
             all.addAll(Clients.partitionsOf(topic, partitions));
         }
-        List<ConsumerRecord<String, String>> read = Clients.readAll(broker.bootstrap(), all, Map.of());
-        assertEquals(count, read.size(), "every acknowledged record read once, nothing else");
-        for (ConsumerRecord<String, String> record : read) {
-            TopicPartition tp = new TopicPartition(record.topic(), record.partition());
-            assertEquals(acked.get(tp).get(record.offset()), record.value(),
-                    tp + "@" + record.offset() + " holds what was acknowledged there");
-        }
+        acks.verifyRead(Clients.readAll(broker.bootstrap(), all, Map.of()));
     }
 
     @Test
