@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client throughput, ferrolog vs Tansu: see bench/README.md.
+# Client throughput, ferrolog vs Kafka 3.9 and Tansu: see bench/README.md.
 #
 # For every case (record size x partition count) and every broker, one at a
 # time: start a fresh broker on a free 127.0.0.1 port, create the topic,
@@ -11,7 +11,11 @@
 #   FERROLOG_BENCH_SCALE=0.1        scale the record counts (default 1:
 #                                   5M x 100 B and 1M x 1 KiB)
 #   FERROLOG_BENCH_REPEATS=3        runs of every case (default 1)
-#   FERROLOG_BENCH_BROKERS="ferrolog tansu mock"
+#   FERROLOG_BENCH_BROKERS="ferrolog kafka tansu mock"
+#                                   kafka: Kafka 3.9.1 in ZooKeeper mode, from
+#                                   Maven Central (tests/java/tools/pom.xml),
+#                                   its stock server.properties and heap, on
+#                                   Debian's ZooKeeper (fresh per case)
 #                                   mock: librdkafka's in-process mock cluster
 #                                   (test.mock.num.brokers=1), produce only:
 #                                   the client's own limit on this machine
@@ -38,7 +42,7 @@ cd "$ROOT"
 
 SCALE=${FERROLOG_BENCH_SCALE:-1}
 REPEATS=${FERROLOG_BENCH_REPEATS:-1}
-BROKERS=${FERROLOG_BENCH_BROKERS:-"ferrolog tansu mock"}
+BROKERS=${FERROLOG_BENCH_BROKERS:-"ferrolog kafka tansu mock"}
 CASES=${FERROLOG_BENCH_CASES:-"100:1 100:8 1024:1 1024:8"}
 PERF_TIMEOUT=${FERROLOG_BENCH_TIMEOUT:-900}
 LOG_DIR=${FERROLOG_BENCH_LOG_DIR:-}
@@ -59,6 +63,7 @@ WORK=$(mktemp -d -t ferrolog-bench.XXXXXX)
 RESULTS=$WORK/results.tsv
 BROKER_PID=""
 BROKER_DATA=""
+ZK_PID=""
 FAILURES=0
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -79,6 +84,11 @@ stop_broker() {
         fi
         wait "$BROKER_PID" 2>/dev/null || true
         BROKER_PID=""
+    fi
+    if [[ -n "$ZK_PID" ]]; then
+        kill -KILL "$ZK_PID" 2>/dev/null || true
+        wait "$ZK_PID" 2>/dev/null || true
+        ZK_PID=""
     fi
     if [[ -n "$BROKER_DATA" ]]; then
         rm -rf "$BROKER_DATA"
@@ -145,6 +155,26 @@ if [[ " $BROKERS " == *" tansu "* ]]; then
     log "tansu: $TANSU ($("$TANSU" --version))"
 fi
 
+KAFKA_CLASSPATH=""
+if [[ " $BROKERS " == *" kafka "* ]]; then
+    [[ -f /usr/share/java/zookeeper.jar ]] || {
+        log "kafka needs Debian's zookeeper package (apt-get install zookeeper)"
+        exit 1
+    }
+    log "Kafka 3.9.1's jars from Maven Central (tests/java/tools/pom.xml)"
+    mvn -B -q -f "$ROOT/tests/java/tools/pom.xml" dependency:build-classpath \
+        -Dmdep.outputFile="$WORK/kafka.classpath" >&2
+    KAFKA_CLASSPATH=$(cat "$WORK/kafka.classpath")
+    # Kafka's stock log4j.properties logs INFO to stdout (and files); to
+    # stdout only here, where the start-up line is looked for.
+    printf '%s\n' 'log4j.rootLogger=INFO, stdout' \
+        'log4j.appender.stdout=org.apache.log4j.ConsoleAppender' \
+        'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout' \
+        'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n' \
+        'log4j.logger.kafka.request.logger=WARN' 'log4j.logger.state.change.logger=WARN' \
+        >"$WORK/kafka-log4j.properties"
+fi
+
 # --- helpers ------------------------------------------------------------------
 
 free_port() {
@@ -179,6 +209,50 @@ start_broker() {
             --override num.partitions=1 >"$logfile" 2>&1 &
         BROKER_PID=$!
         ;;
+    kafka)
+        # ZooKeeper first (not measured), then Kafka with the settings of its
+        # stock config/server.properties and kafka-server-start.sh's heap and
+        # JVM flags.
+        local zk_port
+        zk_port=$(free_port)
+        mkdir -p "$BROKER_DATA/zk" "$BROKER_DATA/kafka-logs"
+        printf 'tickTime=2000\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n' \
+            "$BROKER_DATA/zk" "$zk_port" >"$BROKER_DATA/zoo.cfg"
+        java -Xmx256m -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar" \
+            org.apache.zookeeper.server.quorum.QuorumPeerMain "$BROKER_DATA/zoo.cfg" \
+            >"$logfile.zk" 2>&1 &
+        ZK_PID=$!
+        for ((i = 0; i < 300; i++)); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$zk_port") 2>/dev/null && break
+            sleep 0.1
+        done
+        cat >"$BROKER_DATA/server.properties" <<PROPERTIES
+broker.id=0
+listeners=PLAINTEXT://127.0.0.1:$PORT
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=$BROKER_DATA/kafka-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.retention.check.interval.ms=300000
+zookeeper.connect=127.0.0.1:$zk_port
+zookeeper.connection.timeout.ms=18000
+group.initial.rebalance.delay.ms=0
+PROPERTIES
+        "${PIN_BROKER[@]}" java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+            -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
+            -Djava.awt.headless=true -Dlog4j.configuration="file:$WORK/kafka-log4j.properties" \
+            -cp "$KAFKA_CLASSPATH" kafka.Kafka \
+            "$BROKER_DATA/server.properties" >"$logfile" 2>&1 &
+        BROKER_PID=$!
+        ;;
     tansu)
         # Tansu's own default log level: with RUST_LOG=info it logs several
         # lines per request, which slows it down a lot. It runs in its (empty)
@@ -201,11 +275,13 @@ start_broker() {
             exit 1
         fi
         if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-            return 0
+            [[ $name != kafka ]] && return 0
+            # Kafka listens before it has registered and elected itself.
+            grep -q 'started (kafka.server.KafkaServer)' "$logfile" && return 0
         fi
         sleep 0.1
     done
-    log "$name is not listening on 127.0.0.1:$PORT after 30 s"
+    log "$name is not ready on 127.0.0.1:$PORT after 30 s"
     exit 1
 }
 
@@ -370,21 +446,28 @@ for k in keys:
           f" {fmt(med(rs, 'client_cpu_s'), 2):>12}"
           f" {fmt(med(rs, 'startup_s'), 2) if k[2] == 'consume' else '':>9}")
 
-# Ratios ferrolog/tansu: per run (both measured in the same repeat), then the median.
+# Ratios ferrolog/peer (Kafka, Tansu): per run (both measured in the same
+# repeat), then the median.
 goals = {("produce", "100"): 1.0, ("produce", "1024"): 2.0, ("consume", "100"): 1.5, ("consume", "1024"): 1.5}
+# Issue 21's goals against Kafka: throughput at least Kafka's, broker CPU
+# per GB at most half, peak RSS at most a quarter.
+kafka_goals = {"records_per_sec": (">=", 1.0), "cpu_s": ("<=", 0.5), "peak_rss_mib": ("<=", 0.25)}
 pairs = defaultdict(list)
 for r in rows:
     pairs[(r["case"], r["phase"], r["rep"])].append(r)
-ratios = defaultdict(lambda: defaultdict(list))
+peer_ratios = {peer: defaultdict(lambda: defaultdict(list)) for peer in ("tansu", "kafka")}
 for (case, phase, rep), rs in pairs.items():
     f = [r for r in rs if r["broker"] == "ferrolog" and r["status"] == "ok"]
-    t = [r for r in rs if r["broker"] == "tansu" and r["status"] == "ok"]
-    if not f or not t:
-        continue
-    for key in ("records_per_sec", "cpu_s", "peak_rss_mib"):
-        a, b = num(f[0][key]), num(t[0][key])
-        if a is not None and b:
-            ratios[(case, phase)][key].append(a / b)
+    for peer, ratios in peer_ratios.items():
+        t = [r for r in rs if r["broker"] == peer and r["status"] == "ok"]
+        if not f or not t:
+            continue
+        # The same records in both runs: a CPU-seconds ratio is a CPU per GB ratio.
+        for key in ("records_per_sec", "cpu_s", "peak_rss_mib"):
+            a, b = num(f[0][key]), num(t[0][key])
+            if a is not None and b:
+                ratios[(case, phase)][key].append(a / b)
+ratios = peer_ratios["tansu"]
 # Partition scaling: ferrolog with 8 partitions against 1, per size and phase,
 # as per-run ratios (both measured in the same repeat), then the median.
 def mib(r):
@@ -436,6 +519,23 @@ if limit:
     for case in sorted(limit, key=lambda c: (c.split("B")[0].rjust(6), c)):
         v = statistics.median(limit[case])
         print(f"{'produce ' + case:<18} {v:>6.2f} {'yes' if v >= 0.9 else 'NO':>4}")
+
+kafka = peer_ratios["kafka"]
+if kafka:
+    print("\nferrolog / Kafka 3.9.1 (median of the per-run ratios; goals: throughput >= 1, broker CPU per GB <= 0.5,"
+          " peak RSS <= 0.25)\n")
+    head = f"{'case':<18} {'throughput':>10} {'met':>4} {'CPU per GB':>10} {'met':>4} {'peak RSS':>9} {'met':>4}"
+    print(head)
+    print("-" * len(head))
+    for case, phase in sorted(kafka, key=lambda k: (k[0].split("-")[0].rjust(6), k[0], k[1] != "produce")):
+        cells = []
+        for key in ("records_per_sec", "cpu_s", "peak_rss_mib"):
+            vals = kafka[(case, phase)][key]
+            v = statistics.median(vals) if vals else None
+            op, goal = kafka_goals[key]
+            met = "" if v is None else ("yes" if (v >= goal if op == ">=" else v <= goal) else "NO")
+            cells.append(f"{fmt(v, 2):>10} {met:>4}")
+        print(f"{phase + ' ' + case:<18} " + " ".join(cells))
 
 if ratios:
     print("\nferrolog / tansu (median of the per-run ratios; throughput > 1 and CPU, RSS < 1 favour ferrolog)\n")

@@ -220,9 +220,10 @@ fn broker_keeps_kafkas_layout_in_zookeeper_and_serves_clients() {
     assert_eq!(
         (
             controller["version"].clone(),
-            controller["brokerid"].clone()
+            controller["brokerid"].clone(),
+            controller["kraftControllerEpoch"].clone()
         ),
-        (1.into(), 0.into())
+        (2.into(), 0.into(), (-1).into())
     );
     assert_eq!(text(&zk_root, "/kafka/prod/controller_epoch"), "1");
     let cluster = json(&zk_root, "/kafka/prod/cluster/id");

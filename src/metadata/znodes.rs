@@ -61,12 +61,16 @@ impl ControllerZNode {
         Self::PATH
     }
 
-    /// `{"version":1,"brokerid":0,"timestamp":"1700000000000"}`.
+    /// `{"version":2,"brokerid":0,"timestamp":"1700000000000","kraftControllerEpoch":-1}`,
+    /// as a Kafka 3.9 ZooKeeper-mode controller writes it (version 2 came
+    /// with KIP-866's migration; -1: not a KRaft controller). Version 1,
+    /// without the epoch, still decodes.
     pub fn encode(broker_id: i32, timestamp_ms: i64) -> Vec<u8> {
         to_json(&ControllerJson {
-            version: 1,
+            version: 2,
             brokerid: broker_id,
             timestamp: timestamp_ms.to_string(),
+            kraft_controller_epoch: -1,
         })
     }
 
@@ -82,6 +86,8 @@ struct ControllerJson {
     version: i32,
     brokerid: i32,
     timestamp: String,
+    #[serde(rename = "kraftControllerEpoch")]
+    kraft_controller_epoch: i32,
 }
 
 #[derive(Deserialize)]
@@ -161,7 +167,10 @@ impl BrokerIdZNode {
 
     /// `{"version":5,"host":"h","port":9092,"jmx_port":-1,"timestamp":"...",
     /// "endpoints":["PLAINTEXT://h:9092"],
-    /// "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"rack":null}`.
+    /// "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}`,
+    /// with `"rack":"r"` before `features` when the broker has a rack: the
+    /// fields Kafka 3.9 writes (`ZnodeLayoutTest` compares them with a real
+    /// Kafka's).
     /// The protocol map lists each endpoint whose listener name is a
     /// security protocol name (Kafka's default map); custom listener names
     /// need `listener.security.protocol.map`, which this does not know yet.
@@ -184,6 +193,7 @@ impl BrokerIdZNode {
             endpoints: &broker.endpoints,
             listener_security_protocol_map,
             rack: broker.rack.as_deref(),
+            features: BTreeMap::new(),
         })
     }
 
@@ -245,7 +255,12 @@ struct BrokerJsonOut<'a> {
     timestamp: String,
     endpoints: &'a [String],
     listener_security_protocol_map: BTreeMap<String, String>,
+    /// Kafka writes `rack` only when the broker has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     rack: Option<&'a str>,
+    /// Version 5's supported features (KIP-584): none in ZooKeeper mode,
+    /// `{}` as Kafka 3.9 writes it.
+    features: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -861,7 +876,7 @@ mod tests {
         let bytes = BrokerIdZNode::encode(&broker);
         assert_eq!(
             text(bytes.clone()),
-            r#"{"version":5,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1700000000000","endpoints":["PLAINTEXT://h:9092"],"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"rack":null}"#
+            r#"{"version":5,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1700000000000","endpoints":["PLAINTEXT://h:9092"],"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}"#
         );
         assert_eq!(BrokerIdZNode::decode(1, &bytes).expect("decode"), broker);
         assert_eq!(BrokerIdZNode::path(1), "/brokers/ids/1");
@@ -992,9 +1007,11 @@ mod tests {
         let bytes = ControllerZNode::encode(0, 1_700_000_000_000);
         assert_eq!(
             text(bytes.clone()),
-            r#"{"version":1,"brokerid":0,"timestamp":"1700000000000"}"#
+            r#"{"version":2,"brokerid":0,"timestamp":"1700000000000","kraftControllerEpoch":-1}"#
         );
         assert_eq!(ControllerZNode::decode(&bytes).expect("controller"), 0);
+        let version_1 = br#"{"version":1,"brokerid":3,"timestamp":"1700000000000"}"#;
+        assert_eq!(ControllerZNode::decode(version_1).expect("v1"), 3);
 
         assert_eq!(ControllerEpochZNode::encode(1), b"1");
         assert_eq!(ControllerEpochZNode::decode(b"17").expect("epoch"), 17);
