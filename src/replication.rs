@@ -496,9 +496,14 @@ impl<R> DelayedProduces<R> {
         self.waiting.retain(|p| keep(&p.reply));
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()
+    }
+
+    /// How many produces wait (tests and admin read it).
+    pub fn len(&self) -> usize {
+        self.waiting.len()
     }
 }
 

@@ -94,6 +94,8 @@ pub struct ReplicaState {
     /// As leader, the ISR in force; as follower, empty.
     pub isr: Vec<i32>,
     pub offsets: PartitionState,
+    /// acks=all produces waiting in the purgatory.
+    pub waiting_produces: usize,
 }
 
 impl Message for GetReplicaState {
@@ -110,6 +112,7 @@ impl Handler<GetReplicaState> for PartitionActor {
                 leader_epoch: leader.leader_epoch,
                 isr: leader.isr.iter().copied().collect(),
                 offsets: self.state,
+                waiting_produces: self.purgatory.len(),
             },
             Role::Follower {
                 leader,
@@ -119,6 +122,7 @@ impl Handler<GetReplicaState> for PartitionActor {
                 leader_epoch: *leader_epoch,
                 isr: Vec::new(),
                 offsets: self.state,
+                waiting_produces: self.purgatory.len(),
             },
         })
     }
