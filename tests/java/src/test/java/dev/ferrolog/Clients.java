@@ -86,6 +86,15 @@ final class Clients {
         return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());
     }
 
+    /** Removes a directory and everything in it; what cannot be removed stays. */
+    static void deleteTree(java.nio.file.Path dir) {
+        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(dir)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (java.io.IOException e) {
+            // Already gone, or left behind in the temporary directory.
+        }
+    }
+
     static List<TopicPartition> partitionsOf(String topic, int count) {
         List<TopicPartition> partitions = new ArrayList<>();
         for (int p = 0; p < count; p++) {

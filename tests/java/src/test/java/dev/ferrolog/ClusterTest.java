@@ -119,11 +119,7 @@ class ClusterTest {
                 }
             }
         } finally {
-            for (Path dir : dirs) {
-                try (var paths = Files.walk(dir)) {
-                    paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-                }
-            }
+            dirs.forEach(Clients::deleteTree);
         }
     }
 }

@@ -10,12 +10,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * A real ferrolog broker process (the binary named by -Dferrolog.bin),
@@ -167,9 +165,7 @@ final class Ferrolog implements AutoCloseable {
     public void close() throws IOException, InterruptedException {
         stop();
         if (ownsDir) {
-            try (Stream<Path> paths = Files.walk(logDir)) {
-                paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
+            Clients.deleteTree(logDir);
         }
     }
 }

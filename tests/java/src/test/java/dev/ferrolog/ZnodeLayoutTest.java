@@ -148,7 +148,10 @@ class ZnodeLayoutTest {
                 if (!kafka.waitFor(30, TimeUnit.SECONDS)) {
                     kafka.destroyForcibly();
                 }
+                Clients.deleteTree(ferrologDir);
             }
+        } finally {
+            Clients.deleteTree(kafkaDir);
         }
     }
 }

@@ -75,5 +75,6 @@ final class ZooKeeper implements AutoCloseable {
     public void close() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(30, TimeUnit.SECONDS);
+        Clients.deleteTree(dir);
     }
 }
