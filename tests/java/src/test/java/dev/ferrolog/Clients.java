@@ -86,6 +86,13 @@ final class Clients {
         return end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue());
     }
 
+    /** A port free on 127.0.0.1 now (for a broker told its port up front). */
+    static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
     /** Removes a directory and everything in it; what cannot be removed stays. */
     static void deleteTree(java.nio.file.Path dir) {
         try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(dir)) {

@@ -4,12 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -33,43 +29,6 @@ class ZnodeLayoutTest {
     @BeforeAll
     static void needsTheTools() {
         Assumptions.assumeTrue(KafkaTool.classpath() != null, "no -Dkafka.tools.classpath");
-    }
-
-    /** A Kafka 3.9 broker in ZooKeeper mode from the Maven jars. */
-    private static Process startKafka(ZooKeeper zk, String chroot, Path dir, int port) throws IOException {
-        Path config = dir.resolve("server.properties");
-        Files.writeString(config, String.join("\n",
-                "broker.id=0",
-                "listeners=PLAINTEXT://127.0.0.1:" + port,
-                "log.dirs=" + dir.resolve("logs"),
-                "zookeeper.connect=" + zk.connectString() + chroot,
-                "offsets.topic.replication.factor=1",
-                "group.initial.rebalance.delay.ms=0") + "\n");
-        Path log4j = dir.resolve("log4j.properties");
-        Files.writeString(log4j, "log4j.rootLogger=INFO, stdout\n"
-                + "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
-                + "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
-                + "log4j.appender.stdout.layout.ConversionPattern=%m%n\n");
-        return new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m", "-Dlog4j.configuration=file:" + log4j, "-cp", KafkaTool.classpath(),
-                "kafka.Kafka", config.toString())
-                .redirectErrorStream(true)
-                .redirectOutput(dir.resolve("kafka.log").toFile())
-                .start();
-    }
-
-    private static void awaitLine(Path log, String needle, Process process) throws Exception {
-        Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
-        while (Instant.now().isBefore(deadline)) {
-            if (Files.exists(log) && Files.readString(log).contains(needle)) {
-                return;
-            }
-            if (!process.isAlive()) {
-                throw new AssertionError("Kafka exited: " + Files.readString(log));
-            }
-            Thread.sleep(200);
-        }
-        throw new AssertionError("Kafka did not log " + needle + ": " + Files.readString(log));
     }
 
     /** A znode's data as zookeeper-shell prints it (its JSON line). */
@@ -100,17 +59,14 @@ class ZnodeLayoutTest {
     @Test
     void ferrologsZnodesHaveKafkasFieldsAndValues() throws Exception {
         Path kafkaDir = Files.createTempDirectory("kafka39");
-        int kafkaPort;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            kafkaPort = socket.getLocalPort();
-        }
+        int kafkaPort = Clients.freePort();
         try (ZooKeeper zk = ZooKeeper.start()) {
             // The chroots must exist before the brokers connect.
-            Process kafka = startKafka(zk, "/kafka", kafkaDir, kafkaPort);
+            Process kafka = KafkaBroker.start(zk, "/kafka", kafkaDir, kafkaPort);
             Path ferrologDir = Files.createTempDirectory("ferrolog-znodes");
             try (Ferrolog ferrolog = Ferrolog.startIn(ferrologDir, "127.0.0.1:0",
                     "zookeeper.connect=" + zk.connectString() + "/ferrolog", "broker.id=0")) {
-                awaitLine(kafkaDir.resolve("kafka.log"), "[KafkaServer id=0] started", kafka);
+                KafkaBroker.awaitStarted(kafkaDir, kafka);
                 for (String bootstrap : List.of("127.0.0.1:" + kafkaPort, ferrolog.bootstrap())) {
                     try (Admin admin = Clients.admin(bootstrap)) {
                         admin.createTopics(List.of(new NewTopic("layout", 2, (short) 1)
