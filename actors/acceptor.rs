@@ -46,7 +46,6 @@ impl Actor for Acceptor {
         let broker = self.ctx.clone();
         let arbiters = self.arbiters.clone();
         let open = self.open_connections.clone();
-        let max_connections = broker.config.max_connections.max(1);
         let accept_loop = async move {
             let mut next = 0usize;
             loop {
@@ -60,6 +59,8 @@ impl Actor for Acceptor {
                         continue;
                     }
                 };
+                // Read at each connection: `max.connections` is dynamic.
+                let max_connections = broker.dynamic.current().max_connections.max(1);
                 if open.load(Ordering::SeqCst) >= max_connections {
                     log::warn!("refusing {peer}: max.connections ({max_connections}) reached");
                     continue;

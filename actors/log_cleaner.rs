@@ -5,7 +5,9 @@
 //! on a blocking thread (`storage::cleaner::clean`, at most
 //! `log.cleaner.threads` at once), then asks the partition's shard to swap
 //! the cleaned segments in (`SwapCleaned`). With nothing to clean it waits
-//! `log.cleaner.backoff.ms`.
+//! `log.cleaner.backoff.ms`. Its settings are read from the broker's
+//! current config at each pass, so dynamic changes (KIP-226) apply to the
+//! next pass and the next cleaning.
 //!
 //! It owns no log and no file: it never writes to a live segment, never
 //! holds a shard thread for longer than a swap (renames and fsyncs), and a
@@ -20,6 +22,7 @@ use actix::prelude::*;
 
 use crate::actors::log::{LogShards, SwapCleaned, TakeCleanable};
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
+use crate::config::dynamic::DynamicBrokerConfig;
 use crate::config::BrokerConfig;
 use crate::storage::cleaner::{clean, CleanOutcome, CleanTask, Cleanable, CleanerLimits};
 use crate::topic_partition::TopicPartition;
@@ -50,7 +53,7 @@ impl LogCleanerConfig {
 }
 
 pub struct LogCleaner {
-    config: LogCleanerConfig,
+    broker_config: DynamicBrokerConfig,
     shards: LogShards,
     /// Logs being cleaned now; never handed out twice.
     cleaning: HashSet<TopicPartition>,
@@ -62,7 +65,7 @@ pub struct LogCleaner {
 impl LogCleaner {
     /// Start the cleaner, supervised: a panic restarts it (cleanings in
     /// flight finish on their threads and their swaps still land).
-    pub fn start(config: LogCleanerConfig, shards: LogShards) -> Addr<LogCleaner> {
+    pub fn start(broker_config: DynamicBrokerConfig, shards: LogShards) -> Addr<LogCleaner> {
         let link = SupervisorLink::default();
         let child_link = link.clone();
         supervise(
@@ -70,7 +73,7 @@ impl LogCleaner {
             ChildSpec::new("the log cleaner", Escalation::Degrade),
             link,
             move |_| LogCleaner {
-                config,
+                broker_config: broker_config.clone(),
                 shards,
                 cleaning: HashSet::new(),
                 choosing: false,
@@ -79,10 +82,23 @@ impl LogCleaner {
         )
     }
 
+    /// `log.cleaner.*` as they are now.
+    fn config(&self) -> LogCleanerConfig {
+        LogCleanerConfig::from_broker(&self.broker_config.current())
+    }
+
+    /// A pass every `log.cleaner.backoff.ms`, read again each time.
+    fn schedule(&self, ctx: &mut Context<Self>) {
+        ctx.run_later(self.config().backoff, |actor, ctx| {
+            actor.pass(ctx);
+            actor.schedule(ctx);
+        });
+    }
+
     /// Take the dirtiest log if a cleaner thread is free.
     fn pass(&mut self, ctx: &mut Context<Self>) {
         if self.choosing
-            || self.cleaning.len() >= self.config.threads
+            || self.cleaning.len() >= self.config().threads
             || self.link.escalated().is_some()
         {
             return;
@@ -115,7 +131,7 @@ impl LogCleaner {
     fn start_cleaning(&mut self, cleanable: Cleanable, task: CleanTask, ctx: &mut Context<Self>) {
         let tp = task.tp.clone();
         self.cleaning.insert(tp.clone());
-        let limits = self.config.limits.clone();
+        let limits = self.config().limits;
         let shard = self.shards.for_partition(&tp);
         log::debug!(
             "log cleaner: cleaning {tp} (dirty ratio {:.2}{})",
@@ -188,7 +204,7 @@ impl Actor for LogCleaner {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(64);
-        ctx.run_interval(self.config.backoff, |actor, ctx| actor.pass(ctx));
+        self.schedule(ctx);
         self.pass(ctx);
     }
 }

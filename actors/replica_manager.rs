@@ -91,6 +91,8 @@ pub struct BecomeLeaderOrFollower {
     pub controller_epoch: i32,
     pub topic: TopicMetadata,
     pub partitions: Vec<i32>,
+    /// `host:port` of the partitions' leaders (LeaderAndIsr's live leaders).
+    pub leaders: BTreeMap<i32, String>,
 }
 
 /// The answer to each partition of a LeaderAndIsr, by partition index: 0,
@@ -164,8 +166,9 @@ pub struct ReplicaManager {
 #[derive(Clone)]
 struct Replicas {
     broker_id: i32,
-    /// The broker's log defaults, which topic overrides apply to.
-    base_log_config: LogConfig,
+    /// The broker's config now: its log defaults are what topic overrides
+    /// apply to.
+    broker_config: crate::config::dynamic::DynamicBrokerConfig,
     store: Arc<dyn MetadataStore>,
     log: LogAdmin,
     cache: MetadataCache,
@@ -180,7 +183,7 @@ impl ReplicaManager {
     pub fn new(
         broker_id: i32,
         clustered: bool,
-        base_log_config: LogConfig,
+        broker_config: crate::config::dynamic::DynamicBrokerConfig,
         store: Arc<dyn MetadataStore>,
         log: LogAdmin,
         cache: MetadataCache,
@@ -191,7 +194,7 @@ impl ReplicaManager {
         ReplicaManager {
             replicas: Replicas {
                 broker_id,
-                base_log_config,
+                broker_config,
                 store,
                 log,
                 cache,
@@ -368,7 +371,7 @@ impl Handler<BecomeLeaderOrFollower> for ReplicaManager {
         let epoch = msg.controller_epoch;
         self.fenced_local(epoch, move |replicas| async move {
                 replicas
-                    .become_leader_or_follower(&msg.topic, &msg.partitions, &BTreeMap::new(), epoch)
+                    .become_leader_or_follower(&msg.topic, &msg.partitions, &msg.leaders, epoch)
                     .await
                     .map(PartitionCodes)
         })
@@ -637,7 +640,7 @@ impl Replicas {
             return Ok((known.configs.clone(), known.log_config.clone()));
         }
         let configs = read_topic_configs(self.store.as_ref(), name).await?;
-        let log_config = topic_log_config(&self.base_log_config, &configs)?;
+        let log_config = topic_log_config(&self.broker_config.current().log_config(), &configs)?;
         Ok((configs, log_config))
     }
 

@@ -199,6 +199,9 @@ impl BrokerBuilder {
             .map_err(|source| BrokerError::Listen { address, source })?;
         let advertised = advertised_endpoint(&config, bound);
         let cache = MetadataCache::default();
+        // Dynamic broker configs (KIP-226) layer over the file; the
+        // controller loads them from the store before it takes up a topic.
+        let dynamic = crate::config::dynamic::DynamicBrokerConfig::new(config.clone());
         let partitions = PartitionRegistry::default();
         let events = EventBus::new();
         let (pool, pool_threads) = ActorPool::start(config.num_io_threads.clamp(1, 64));
@@ -222,7 +225,7 @@ impl BrokerBuilder {
             let manager = ReplicaManager::new(
                 config.broker_id.max(0),
                 config.zookeeper_connect.is_some(),
-                config.log_config(),
+                dynamic.clone(),
                 store.clone(),
                 LogAdmin::of(&log),
                 cache.clone(),
@@ -241,7 +244,7 @@ impl BrokerBuilder {
             )
         };
         let controller = Controller::start(
-            config.clone(),
+            dynamic.clone(),
             store.clone(),
             cache.clone(),
             partition_runtime,
@@ -287,6 +290,7 @@ impl BrokerBuilder {
             .collect();
         let context = Arc::new(BrokerContext {
             config: config.clone(),
+            dynamic: dynamic.clone(),
             broker_id: config.broker_id.max(0),
             controller: controller.clone(),
             replica_manager: replica_manager.clone(),
@@ -319,10 +323,7 @@ impl BrokerBuilder {
         // Started last: nothing after it can fail start-up, so it is never
         // torn down half-started with the runtime.
         if config.log_cleaner_enable {
-            crate::actors::log_cleaner::LogCleaner::start(
-                crate::actors::log_cleaner::LogCleanerConfig::from_broker(&config),
-                cleaner_shards,
-            );
+            crate::actors::log_cleaner::LogCleaner::start(dynamic.clone(), cleaner_shards);
         }
         let offline = loaded.iter().filter(|l| l.offsets.is_err()).count();
         let recovered: usize = loaded.iter().map(|l| l.recovered_segments).sum();

@@ -373,6 +373,22 @@ pub fn apply_incremental(
     key: &str,
     value: Option<&str>,
 ) -> Result<(), IncrementalAlterError> {
+    let list_default = topic_config(key)
+        .filter(|def| def.kind == ConfigKind::List)
+        .map(|def| def.default.to_string());
+    apply_incremental_op(overrides, operation, key, value, list_default)
+}
+
+/// [`apply_incremental`] for any config set: `list_default` is the key's
+/// Kafka default when it is a LIST key (`None`: APPEND and SUBTRACT are
+/// refused for it).
+pub fn apply_incremental_op(
+    overrides: &mut std::collections::BTreeMap<std::string::String, std::string::String>,
+    operation: i8,
+    key: &str,
+    value: Option<&str>,
+    list_default: Option<std::string::String>,
+) -> Result<(), IncrementalAlterError> {
     let Some(op) = AlterOp::from_code(operation) else {
         return Err(IncrementalAlterError::UnknownOperation(operation, key.to_string()));
     };
@@ -388,8 +404,7 @@ pub fn apply_incremental(
         overrides.insert(key.to_string(), value.to_string());
         return Ok(());
     }
-    let def = topic_config(key).filter(|def| def.kind == ConfigKind::List);
-    let Some(def) = def else {
+    let Some(list_default) = list_default else {
         let verb = if op == AlterOp::Append { "append" } else { "subtract" };
         return Err(IncrementalAlterError::NotAList(verb, key.to_string()));
     };
@@ -400,7 +415,7 @@ pub fn apply_incremental(
             .map(str::to_string)
             .collect()
     };
-    let mut current = items(overrides.get(key).map_or(def.default, |v| v.as_str()));
+    let mut current = items(overrides.get(key).unwrap_or(&list_default));
     let given = items(value);
     if op == AlterOp::Append {
         for item in given {

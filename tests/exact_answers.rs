@@ -442,7 +442,8 @@ fn describe_configs_answers_sources_types_and_synonyms() {
     assert_eq!(is_default("delete.retention.ms"), Some(true));
     assert_eq!(is_default("retention.ms"), Some(false));
 
-    // The broker: static settings, read-only, typed.
+    // The broker: static settings, typed; log.segment.bytes is one of the
+    // keys Kafka changes at run time (KIP-226), so not read-only.
     let broker_configs = describe(4, 4, "0");
     let segment = broker_configs.results[0]
         .configs
@@ -455,7 +456,7 @@ fn describe_configs_answers_sources_types_and_synonyms() {
             segment.config_type,
             segment.read_only
         ),
-        (STATIC_BROKER, INT, true)
+        (STATIC_BROKER, INT, false)
     );
     // Every key of the broker's table is described, from the same table:
     // its value (null for an unset key without a default), its source, its
@@ -470,6 +471,12 @@ fn describe_configs_answers_sources_types_and_synonyms() {
     for def in ferrolog::config::BROKER_KEYS {
         let described = broker_entry(def.name);
         assert_eq!(described.config_type, def.kind as i8, "{}", def.name);
+        assert_eq!(
+            described.read_only,
+            !ferrolog::config::dynamic::is_dynamic(def.name),
+            "{} is read-only exactly when it cannot change at run time",
+            def.name
+        );
         assert!(
             described
                 .documentation

@@ -955,3 +955,200 @@ fn the_controller_claim_and_its_epoch_are_written_together() {
     assert_eq!(json(&zk_root, "/elect/controller")["brokerid"], 0);
     drop(broker);
 }
+
+/// DescribeConfigs v1 of one key: its value and ConfigSource.
+fn described_config(
+    bootstrap: &str,
+    resource_type: i8,
+    name: &str,
+    key: &str,
+) -> Option<(String, i8)> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let response: DescribeConfigsResponse = common::raw_request(
+        bootstrap,
+        ApiKey::DescribeConfigs,
+        1,
+        &DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from_string(name.to_string()))
+            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_string())]))]),
+        Duration::from_secs(30),
+    );
+    let config = response.results[0].configs.first()?;
+    Some((config.value.as_ref()?.to_string(), config.config_source))
+}
+
+/// IncrementalAlterConfigs SET of `pairs` on broker resource `name` ("" is
+/// the cluster default): the resource's error code.
+fn set_broker_configs(bootstrap: &str, name: &str, pairs: &[(&str, &str)]) -> i16 {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let response: IncrementalAlterConfigsResponse = common::raw_request(
+        bootstrap,
+        ApiKey::IncrementalAlterConfigs,
+        0,
+        &IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(StrBytes::from_string(name.to_string()))
+                .with_configs(
+                    pairs
+                        .iter()
+                        .map(|(k, v)| {
+                            AlterableConfig::default()
+                                .with_name(StrBytes::from_string(k.to_string()))
+                                .with_config_operation(if v.is_empty() { 1 } else { 0 })
+                                .with_value(
+                                    (!v.is_empty()).then(|| StrBytes::from_string(v.to_string())),
+                                )
+                        })
+                        .collect(),
+                ),
+        ]),
+        Duration::from_secs(30),
+    );
+    response.responses[0].error_code
+}
+
+/// One acks=all record of `size` bytes to `topic`: the delivery's outcome.
+fn produce_one_acks_all(
+    bootstrap: &str,
+    topic: &str,
+    size: usize,
+) -> Result<(), rdkafka::types::RDKafkaErrorCode> {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .set("message.timeout.ms", "3000")
+        .create()
+        .expect("producer");
+    let payload = vec![b'v'; size];
+    let delivery = block_on(producer.send(
+        FutureRecord::to(topic).key("k").payload(&payload),
+        Duration::from_secs(0),
+    ));
+    match delivery {
+        Ok(_) => Ok(()),
+        Err((e, _)) => Err(e
+            .rdkafka_error_code()
+            .unwrap_or(rdkafka::types::RDKafkaErrorCode::Fail)),
+    }
+}
+
+/// Kafka's dynamic broker configs (KIP-226) in Kafka's znodes: an
+/// IncrementalAlterConfigs of this broker writes `/config/brokers/0` and a
+/// `brokers/0` change notification and applies at once, without a restart
+/// (`message.max.bytes` refuses the next large record; the log defaults
+/// reach the existing topic). A cluster default written straight
+/// to ZooKeeper as Kafka's `AdminZkClient` writes it (`/config/brokers/<default>`
+/// and its notification) is followed too. Keys that need a restart are
+/// refused with INVALID_REQUEST.
+#[test]
+fn dynamic_broker_configs_live_in_kafkas_znodes_and_apply_without_a_restart() {
+    use kafka_protocol::error::ResponseError;
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}/dyn", zk.connect_string());
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    let zk_root = root_store(&zk);
+    create_topic(&broker.bootstrap, "dyn", 1);
+    assert_eq!(produce_one_acks_all(&broker.bootstrap, "dyn", 5000), Ok(()));
+
+    let code = set_broker_configs(
+        &broker.bootstrap,
+        "0",
+        &[
+            ("min.insync.replicas", "2"),
+            ("log.retention.ms", "3600000"),
+            ("message.max.bytes", "1000"),
+        ],
+    );
+    assert_eq!(code, 0);
+    let written = json(&zk_root, "/dyn/config/brokers/0");
+    assert_eq!(written["version"], 1);
+    assert_eq!(written["config"]["min.insync.replicas"], "2");
+    assert_eq!(written["config"]["log.retention.ms"], "3600000");
+    let notified = zk_root
+        .children("/dyn/config/changes")
+        .iter()
+        .any(|n| json(&zk_root, &format!("/dyn/config/changes/{n}"))["entity_path"] == "brokers/0");
+    assert!(notified, "a brokers/0 change notification");
+    assert_eq!(
+        described_config(&broker.bootstrap, 4, "0", "min.insync.replicas"),
+        Some(("2".into(), 2)),
+        "DYNAMIC_BROKER_CONFIG"
+    );
+    assert_eq!(
+        described_config(&broker.bootstrap, 2, "dyn", "retention.ms"),
+        Some(("3600000".into(), 2)),
+        "the topic without an override takes the dynamic log default"
+    );
+    assert_eq!(
+        produce_one_acks_all(&broker.bootstrap, "dyn", 5000),
+        Err(rdkafka::types::RDKafkaErrorCode::MessageSizeTooLarge),
+        "message.max.bytes=1000 applies to the next produce"
+    );
+    assert_eq!(
+        set_broker_configs(&broker.bootstrap, "0", &[("message.max.bytes", "")]),
+        0
+    );
+    assert_eq!(produce_one_acks_all(&broker.bootstrap, "dyn", 5000), Ok(()));
+
+    // Written by another tool, as Kafka's AdminZkClient does.
+    zk_root.create(
+        "/dyn/config/brokers/<default>",
+        r#"{"version":1,"config":{"message.max.bytes":"2000000"}}"#,
+    );
+    zk_root
+        .runtime
+        .block_on(zk_root.store.create_sequential(
+            "/dyn/config/changes/config_change_",
+            br#"{"version":2,"entity_path":"brokers/<default>"}"#.to_vec(),
+        ))
+        .expect("notification");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while described_config(&broker.bootstrap, 2, "dyn", "max.message.bytes")
+        != Some(("2000000".into(), 3))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the cluster default was not applied"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        described_config(&broker.bootstrap, 4, "", "message.max.bytes"),
+        Some(("2000000".into(), 3)),
+        "the default resource lists DYNAMIC_DEFAULT_BROKER_CONFIG"
+    );
+
+    assert_eq!(
+        set_broker_configs(&broker.bootstrap, "", &[("broker.id", "5")]),
+        ResponseError::InvalidRequest.code(),
+        "broker.id needs a restart"
+    );
+    assert_eq!(
+        set_broker_configs(&broker.bootstrap, "7", &[("log.retention.ms", "1")]),
+        ResponseError::InvalidRequest.code(),
+        "another broker's configs go to that broker"
+    );
+    assert_eq!(
+        set_broker_configs(&broker.bootstrap, "0", &[("log.segment.bytes", "12")]),
+        ResponseError::InvalidRequest.code(),
+        "below the key's minimum"
+    );
+    // Restarted, the broker starts from what the store says.
+    drop(broker);
+    let broker = BrokerProcess::start(dir.path(), &[connect.as_str(), SESSION_MS]);
+    assert_eq!(
+        described_config(&broker.bootstrap, 2, "dyn", "retention.ms"),
+        Some(("3600000".into(), 2))
+    );
+}

@@ -1,16 +1,22 @@
 //! Broker membership at the active controller: `/brokers/ids` read into
-//! the controller context and the cache, and one channel per live broker, broker joins and leaves
-//! (KIP-380's bounced brokers), and leaders' ISR change notifications.
+//! the controller context, one channel per live broker, broker joins and
+//! leaves (KIP-380's bounced brokers), and leaders' ISR change
+//! notifications.
 
 use super::*;
 
 impl Shared {
+    /// The live brokers: the active controller's view, else the broker's
+    /// metadata cache.
     pub(super) fn live_brokers(&self) -> Vec<i32> {
-        self.cache.read(|m| m.brokers.keys().copied().collect())
+        match self.context(|c| c.role.active.then(|| c.live_brokers())) {
+            Some(live) => live,
+            None => self.cache.read(|m| m.brokers.keys().copied().collect()),
+        }
     }
 
-    /// Reads `/brokers/ids` into the cache and keeps one channel per other
-    /// live broker. Returns the ids that joined and left.
+    /// Reads `/brokers/ids` into the controller context and keeps one
+    /// channel per other live broker. Returns the ids that joined and left.
     pub(super) async fn load_brokers(&self) -> Result<BrokerChanges, ControllerError> {
         let mut live = BTreeMap::new();
         for child in self.store.children(BrokerIdsZNode::PATH).await? {
@@ -38,15 +44,10 @@ impl Shared {
                 ),
             );
         }
-        let changes = self.update_context(|c| {
-            c.set_live_brokers(live.iter().map(|(id, (_, epoch))| (*id, *epoch)).collect())
-        });
+        let changes = self.update_context(|c| c.set_registrations(live.clone()));
         for id in &changes.bounced {
             log::info!("broker {id} registered again with a new broker epoch");
         }
-        self.cache.update(|m| {
-            m.brokers = live.values().map(|(b, _)| (b.id, b.clone())).collect();
-        });
         let mut channels = match self.channels.lock() {
             Ok(channels) => channels,
             Err(poisoned) => poisoned.into_inner(),
@@ -123,10 +124,10 @@ impl Shared {
             changed.insert(topic.name.clone(), topic);
         }
         let changed: Vec<TopicMetadata> = changed.into_values().collect();
-        // Joined brokers get everything; the others the new broker list
-        // and what changed.
-        let everything: Vec<TopicMetadata> =
-            self.cache.read(|m| m.topics.values().cloned().collect());
+        // This broker learns the new broker list and what changed as the
+        // others do; joined brokers get everything.
+        self.publish_locally(&changed).await?;
+        let everything = self.all_topics();
         for broker in self.remote_brokers() {
             if joined.contains(&broker) {
                 self.send_topics_to(broker, &everything);
@@ -143,7 +144,7 @@ impl Shared {
     }
 
     /// `/isr_change_notification` changed: leaders changed ISRs. Read the
-    /// states they name into the cache, tell every broker (UpdateMetadata,
+    /// states they name into the context, tell every broker (UpdateMetadata,
     /// as Kafka's `IsrChangeNotification` handler does) and delete the
     /// notifications.
     pub(super) async fn isr_changes_notified(
@@ -168,7 +169,7 @@ impl Shared {
         for tp in named {
             let Some(mut topic) = changed
                 .remove(&tp.topic)
-                .or_else(|| self.cache.topic(&tp.topic))
+                .or_else(|| self.topic(&tp.topic))
             else {
                 continue;
             };
@@ -184,16 +185,15 @@ impl Shared {
             read.entry(tp.topic.clone()).or_default().push(tp.partition);
             changed.insert(tp.topic.clone(), topic);
         }
-        self.cache.update(|m| {
-            for topic in changed.values() {
-                m.topics.insert(topic.name.clone(), topic.clone());
-            }
-        });
-        // The other brokers hear of the partitions whose ISR changed only.
+        for topic in changed.values() {
+            self.remember(topic.clone());
+        }
+        // Every broker hears of the partitions whose ISR changed only.
         let changed: Vec<TopicMetadata> = changed
             .into_iter()
             .map(|(name, topic)| topic.only(read.get(&name).map_or(&[][..], Vec::as_slice)))
             .collect();
+        self.publish_locally(&changed).await?;
         for broker in self.remote_brokers() {
             self.deliver(
                 broker,

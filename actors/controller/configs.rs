@@ -5,8 +5,9 @@ use super::*;
 use crate::actors::replica_manager::{read_topic_configs, topic_log_config};
 
 impl Shared {
+    /// The broker-wide log defaults now (dynamic ones included).
     pub(super) fn base_log_config(&self) -> LogConfig {
-        self.config.log_config()
+        self.dynamic.current().log_config()
     }
 
     /// Whether `topic` allows unclean leader election (its config, else
@@ -15,7 +16,7 @@ impl Shared {
         configs
             .get("unclean.leader.election.enable")
             .and_then(|v| v.to_ascii_lowercase().parse::<bool>().ok())
-            .unwrap_or(self.config.unclean_leader_election_enable)
+            .unwrap_or(self.dynamic.current().unclean_leader_election_enable)
     }
 
     /// `__consumer_offsets` written before compaction existed kept every
@@ -78,7 +79,7 @@ impl Shared {
     /// `/config/changes` notification that every other broker follows.
     pub(super) async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), ControllerError> {
         let name = request.name;
-        if self.cache.topic(&name).is_none() {
+        if !self.has_topic(&name) {
             return Err(ControllerError::UnknownTopic(name));
         }
         self.log_config_for(&request.configs)?;
@@ -96,6 +97,99 @@ impl Shared {
             .await?;
         self.note_config_change(&notification);
         Ok(())
+    }
+
+    /// Kafka's `AdminZkClient.changeBrokerConfig` from any broker: writes
+    /// `/config/brokers/<id>` (or `<default>`) with `configs`, applies it
+    /// here at once, and leaves a `/config/changes` notification every
+    /// other broker follows. Refused (INVALID_REQUEST) when a key cannot
+    /// change without a restart, a value is invalid, or `broker` is
+    /// another broker (Kafka sends a broker's configs to that broker).
+    pub(super) async fn alter_broker_configs(
+        &self,
+        request: AlterBrokerConfigs,
+    ) -> Result<(), ControllerError> {
+        if let Some(id) = request.broker {
+            if id != self.broker_id {
+                return Err(ControllerError::InvalidRequest(format!(
+                    "Unexpected broker id, expected {} or empty string, but received {id}",
+                    self.broker_id
+                )));
+            }
+        }
+        let mut layers = self.read_dynamic_layers().await?;
+        match request.broker {
+            Some(_) => layers.per_broker = request.configs.clone(),
+            None => layers.cluster_default = request.configs.clone(),
+        }
+        self.dynamic.try_layers(&layers)?;
+        if request.validate_only {
+            return Ok(());
+        }
+        let entity = request
+            .broker
+            .map_or_else(|| DEFAULT_BROKER_ENTITY.to_string(), |id| id.to_string());
+        let path = ConfigEntityZNode::path(ConfigType::Broker, &entity);
+        let data = ConfigEntityZNode::encode(&request.configs);
+        match self.store.set(&path, data.clone(), None).await {
+            Ok(_) => {}
+            Err(MetadataError::NoNode(_)) => {
+                self.store
+                    .create_recursive(&path, data, CreateMode::Persistent)
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        }
+        log::info!("dynamic broker configs of {entity} set to {:?}", request.configs);
+        self.load_dynamic_broker_configs().await?;
+        let notification = self
+            .store
+            .create_sequential(
+                ConfigChangeNotification::PREFIX,
+                ConfigChangeNotification::encode(ConfigType::Broker, &entity),
+            )
+            .await?;
+        self.note_config_change(&notification);
+        Ok(())
+    }
+
+    /// `/config/brokers/<default>` and `/config/brokers/<this id>` as the
+    /// store holds them (absent: no dynamic configs).
+    pub(super) async fn read_dynamic_layers(&self) -> Result<DynamicLayers, ControllerError> {
+        let mut layers = DynamicLayers::default();
+        for (entity, layer) in [
+            (DEFAULT_BROKER_ENTITY.to_string(), &mut layers.cluster_default),
+            (self.broker_id.to_string(), &mut layers.per_broker),
+        ] {
+            let path = ConfigEntityZNode::path(ConfigType::Broker, &entity);
+            if let Some((bytes, _)) = self.store.get(&path).await? {
+                *layer = ConfigEntityZNode::decode(ConfigType::Broker, &entity, &bytes)?;
+            }
+        }
+        Ok(layers)
+    }
+
+    /// Takes the dynamic broker configs from the store; when the log
+    /// defaults changed, every topic known here gets its log config again
+    /// (its own overrides still win). Layers the broker cannot take (a
+    /// key another tool wrote that cannot change at run time) are logged
+    /// and leave the config as it was, as Kafka does.
+    pub(super) async fn load_dynamic_broker_configs(&self) -> Result<(), ControllerError> {
+        let layers = self.read_dynamic_layers().await?;
+        match self.dynamic.set_layers(layers) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                let names: Vec<String> = self.cache.read(|m| m.topics.keys().cloned().collect());
+                for name in names {
+                    self.apply_topic_configs(&name).await?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                log::error!("dynamic broker configs in the metadata store not applied: {e}");
+                Ok(())
+            }
+        }
     }
 
     /// Reads a topic's configs from the store and applies them: the
@@ -123,10 +217,16 @@ impl Shared {
         }
         self.cache.update(|m| {
             if let Some(t) = m.topics.get_mut(name) {
-                t.configs = configs;
-                t.log_config = log_config;
+                t.configs = configs.clone();
+                t.log_config = log_config.clone();
             }
         });
+        // The active controller's own view, for what it sends next.
+        if let Some(mut known) = self.context(|c| c.topic(name).cloned()) {
+            known.configs = configs;
+            known.log_config = log_config;
+            self.remember(known);
+        }
         self.partitions
             .events
             .publish(BrokerEvent::TopicConfigChanged {
@@ -162,9 +262,15 @@ impl Shared {
         for (seq, name) in fresh {
             let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
             if let Some((bytes, _)) = self.store.get(&path).await? {
-                match ConfigChangeNotification::decode_topic(&path, &bytes) {
-                    Ok(Some(topic)) => self.apply_topic_configs(&topic).await?,
-                    Ok(None) => {}
+                match ConfigChangeNotification::decode(&path, &bytes) {
+                    Ok(Some((ConfigType::Topic, topic))) => self.apply_topic_configs(&topic).await?,
+                    Ok(Some((ConfigType::Broker, entity)))
+                        if entity == DEFAULT_BROKER_ENTITY
+                            || entity == self.broker_id.to_string() =>
+                    {
+                        self.load_dynamic_broker_configs().await?
+                    }
+                    Ok(_) => {}
                     Err(e) => log::warn!("{e}"),
                 }
             }

@@ -113,7 +113,7 @@ impl Shared {
     /// member is not in `live`; applies the results here and answers the
     /// topics that changed (not yet sent to the other brokers).
     pub(super) async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, ControllerError> {
-        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        let topics = self.all_topics();
         let mut changed = Vec::new();
         for mut topic in topics {
             let unclean = self.unclean_allowed(&topic.configs);
@@ -169,7 +169,7 @@ impl Shared {
         Ok(true)
     }
 
-    /// Puts `topic`, whose partitions `moved` changed, in the cache, applies
+    /// Puts `topic`, whose partitions `moved` changed, in the context, applies
     /// them to this broker's replicas and adds those partitions to
     /// `changed` (nothing when none moved).
     pub(super) async fn take_up_moves(
@@ -181,8 +181,7 @@ impl Shared {
         if moved.is_empty() {
             return Ok(());
         }
-        self.cache
-            .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+        self.remember(topic.clone());
         self.become_leader_or_follower(&topic, moved).await?;
         // The other brokers are told of the partitions that moved only.
         changed.push(topic.only(moved));

@@ -51,9 +51,8 @@ impl Shared {
         }
         let wanted: Vec<TopicPartition> = match request.partitions {
             Some(partitions) => partitions,
-            None => self.cache.read(|m| {
-                m.topics
-                    .values()
+            None => self.context(|c| {
+                c.topics()
                     .flat_map(|t| {
                         t.partitions
                             .keys()
@@ -78,7 +77,7 @@ impl Shared {
             let Some(mut topic) = changed
                 .get(&tp.topic)
                 .cloned()
-                .or_else(|| self.cache.topic(&tp.topic))
+                .or_else(|| self.topic(&tp.topic))
             else {
                 answers.push((tp, E::UnknownTopicOrPartition.code()));
                 continue;
@@ -141,7 +140,7 @@ impl Shared {
             let indexes = elected.remove(&name).unwrap_or_default();
             self.take_up_moves(topic, &indexes, &mut sent).await?;
         }
-        self.propagate(&sent);
+        self.propagate(&sent).await?;
         Ok(answers)
     }
 }
@@ -190,7 +189,7 @@ impl Shared {
         let live = self.live_brokers();
         let shutting_down = self.shutting_down();
         let eligible = |b: i32| live.contains(&b) && !shutting_down.contains(&b);
-        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        let topics = self.all_topics();
         let mut changed = Vec::new();
         let mut stopped: BTreeMap<String, Vec<StopReplicaPartitionState>> = BTreeMap::new();
         let mut remaining = Vec::new();
@@ -219,8 +218,7 @@ impl Shared {
                 }
             }
             if !moved.is_empty() {
-                self.cache
-                    .update(|m| m.topics.insert(topic.name.clone(), topic.clone()));
+                self.remember(topic.clone());
                 if id != self.broker_id {
                     self.become_leader_or_follower(&topic, &moved).await?;
                 }
@@ -245,6 +243,7 @@ impl Shared {
                 .collect();
             self.stop_local_replicas(local, false).await?;
         }
+        self.publish_locally(&changed).await?;
         for broker in self.remote_brokers() {
             if broker != id {
                 self.send_topics_to(broker, &changed);
@@ -281,7 +280,7 @@ impl Shared {
         }
         let live = self.live_brokers();
         let shutting_down = self.shutting_down();
-        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        let topics = self.all_topics();
         let wanted = partitions_to_rebalance(
             &topics,
             |b| live.contains(&b) && !shutting_down.contains(&b),

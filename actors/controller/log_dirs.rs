@@ -41,7 +41,7 @@ impl Shared {
                 offline.len()
             );
             let changed = self.leave_offline_replicas(broker, &offline).await?;
-            self.propagate(&changed);
+            self.propagate(&changed).await?;
         }
         self.delete_notifications(&change.names, LogDirEventNotificationZNode::path)
             .await
@@ -52,9 +52,8 @@ impl Shared {
     /// with KAFKA_STORAGE_ERROR. A replica back online takes its
     /// assignment up again on the way (a follower restarts its fetcher).
     async fn offline_replicas_on(&self, broker: i32) -> Result<Vec<TopicPartition>, ControllerError> {
-        let topics: Vec<TopicMetadata> = self.cache.read(|m| {
-            m.topics
-                .values()
+        let topics: Vec<TopicMetadata> = self.context(|c| {
+            c.topics()
                 .filter(|t| t.partitions.values().any(|p| p.replicas.contains(&broker)))
                 .cloned()
                 .collect()
@@ -120,7 +119,7 @@ impl Shared {
         }
         let mut changed = Vec::new();
         for (name, indexes) in by_topic {
-            let Some(mut topic) = self.cache.topic(name) else {
+            let Some(mut topic) = self.topic(name) else {
                 continue;
             };
             let mut moved = Vec::new();

@@ -20,6 +20,7 @@ use crate::cluster::{
     is_internal_topic, validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata,
     TopicMetadata,
 };
+use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError, DynamicLayers, DEFAULT_BROKER_ENTITY};
 use crate::config::BrokerConfig;
 use crate::controller::election::{initial_state, offline_partition_leader_election, Elected};
 use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
@@ -37,7 +38,7 @@ use super::event_bus::BrokerEvent;
 use super::log::LogActorError;
 use super::partition::{PartitionRuntime, UpdateConfig};
 use super::replica_manager::{
-    BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController, LocalControllerRole,
+    ApplyUpdateMetadata, BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController, LocalControllerRole,
     PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas,
 };
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
@@ -98,6 +99,8 @@ pub enum ControllerError {
     BrokerNotAvailable(i32),
     #[error("{0}")]
     PolicyViolation(String),
+    #[error("{0}")]
+    DynamicConfig(#[from] DynamicConfigError),
     #[error("broker {broker}'s epoch {requested} is older than its registration's {current}")]
     StaleBrokerEpoch {
         broker: i32,
@@ -123,6 +126,7 @@ impl ControllerError {
             ControllerError::Log(e) => crate::api::error_code(e),
             ControllerError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
             ControllerError::PolicyViolation(_) => E::PolicyViolation.code(),
+            ControllerError::DynamicConfig(e) => e.code(),
             ControllerError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
             // The controller may be elsewhere (or the store unreachable):
             // clients retry and refresh metadata.
@@ -154,7 +158,11 @@ impl From<AssignmentError> for ControllerError {
 #[derive(Clone)]
 struct Shared {
     broker_id: i32,
+    /// `server.properties` as the broker started with it.
     config: BrokerConfig,
+    /// The config in force now, with the dynamic broker configs; keys that
+    /// can change are read from here.
+    dynamic: DynamicBrokerConfig,
     store: Arc<dyn MetadataStore>,
     cache: MetadataCache,
     partitions: PartitionRuntime,
@@ -229,7 +237,7 @@ impl Controller {
     /// Register, elect, load every topic, start partition actors for the
     /// partitions led here, then start the actor.
     pub async fn start(
-        config: BrokerConfig,
+        dynamic: DynamicBrokerConfig,
         store: Arc<dyn MetadataStore>,
         cache: MetadataCache,
         partitions: PartitionRuntime,
@@ -237,6 +245,7 @@ impl Controller {
         advertised: AdvertisedEndpoint,
         fatal: BrokerFatal,
     ) -> Result<Addr<Controller>, ControllerError> {
+        let config = dynamic.static_config();
         let broker_id = config.broker_id.max(0);
         ensure_paths(store.as_ref()).await?;
         let cluster_id = match store.get(ClusterIdZNode::path()).await? {
@@ -279,6 +288,7 @@ impl Controller {
         let shared = Shared {
             broker_id,
             config,
+            dynamic,
             store,
             cache,
             partitions,
@@ -298,6 +308,8 @@ impl Controller {
         {
             shared.note_config_change(&name);
         }
+        // Before any topic is taken up: its log config starts from them.
+        shared.load_dynamic_broker_configs().await?;
         shared
             .partitions
             .events
@@ -432,8 +444,7 @@ impl Controller {
             }
             let names: Vec<String> = actor
                 .shared
-                .cache
-                .read(|m| m.topics.keys().cloned().collect());
+                .context(|c| c.topics().map(|t| t.name.clone()).collect());
             for name in names {
                 if actor.topic_watches.insert(name.clone()) {
                     actor.follow_topic(ctx, name);
@@ -571,9 +582,9 @@ impl Controller {
                 // The controller claim went with the old session: step
                 // down before anything else, so a newer controller's
                 // requests are taken rather than refused.
-                shared.set_role(|r| {
-                    r.active = false;
-                    r.registering = true;
+                shared.update_context(|c| {
+                    c.resign();
+                    c.role.registering = true;
                 });
                 log::warn!(
                     "new metadata store session: registering broker {} again",
@@ -708,6 +719,16 @@ controller_request!(
 );
 
 controller_request!(
+    /// Set the dynamic broker configs (KIP-226) of `broker` (`None`: the
+    /// cluster default, `/config/brokers/<default>`) to `configs`.
+    AlterBrokerConfigs {
+        broker: Option<i32>,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    } -> (), alter_broker_configs
+);
+
+controller_request!(
     /// The children of `/brokers/topics`, read after a change.
     TopicsChanged {
         names: Vec<String>,
@@ -820,7 +841,7 @@ impl Handler<ControllerDeposed> for Controller {
                 msg.epoch,
                 role.controller_epoch
             );
-            self.shared.set_role(|r| r.active = false);
+            self.shared.step_down();
         }
     }
 }

@@ -42,6 +42,49 @@ impl Shared {
         self.role().active
     }
 
+    /// Gives the role up in the context (what this term knew goes too).
+    pub(super) fn step_down(&self) {
+        self.update_context(|c| c.resign());
+    }
+
+    /// A topic as the controller knows it: the active controller's own
+    /// view; on another broker, which writes topics to the store as
+    /// Kafka's AdminZkClient does, the broker's metadata cache.
+    pub(super) fn topic(&self, name: &str) -> Option<TopicMetadata> {
+        match self.context(|c| c.role.active.then(|| c.topic(name).cloned())) {
+            Some(known) => known,
+            None => self.cache.topic(name),
+        }
+    }
+
+    pub(super) fn has_topic(&self, name: &str) -> bool {
+        self.topic(name).is_some()
+    }
+
+    /// Every topic the active controller knows.
+    pub(super) fn all_topics(&self) -> Vec<TopicMetadata> {
+        self.context(|c| c.topics().cloned().collect())
+    }
+
+    /// The active controller takes `topic` as it now is. Brokers, this one
+    /// among them, hear of it through `publish`/`propagate`.
+    pub(super) fn remember(&self, topic: TopicMetadata) {
+        self.update_context(|c| c.put_topic(topic));
+    }
+
+    pub(super) fn forget(&self, name: &str) -> Option<TopicMetadata> {
+        self.update_context(|c| c.remove_topic(name))
+    }
+
+    /// The live brokers' endpoints: the active controller's view, else the
+    /// broker's metadata cache.
+    pub(super) fn live_endpoints(&self) -> BTreeMap<i32, BrokerEndpoint> {
+        match self.context(|c| c.role.active.then(|| c.endpoints().clone())) {
+            Some(endpoints) => endpoints,
+            None => self.cache.read(|m| m.brokers.clone()),
+        }
+    }
+
     pub(super) fn shutting_down(&self) -> std::collections::BTreeSet<i32> {
         self.context(|c| c.shutting_down())
     }
@@ -86,7 +129,13 @@ impl Shared {
                 .await;
             return Err(e);
         }
-        let topics: Vec<TopicMetadata> = self.cache.read(|m| m.topics.values().cloned().collect());
+        // This broker hears of everything as the others do.
+        let topics = self.all_topics();
+        if let Err(e) = self.publish_locally(&topics).await {
+            self.resign(&format!("publishing the metadata here failed: {e}"))
+                .await;
+            return Err(e);
+        }
         for broker in self.remote_brokers() {
             self.send_topics_to(broker, &topics);
         }
@@ -99,7 +148,7 @@ impl Shared {
     /// deleted). The `/controller` watch of every broker then elects again.
     pub(super) async fn resign(&self, reason: &str) {
         let role = self.role();
-        self.set_role(|r| r.active = false);
+        self.step_down();
         self.cache.update(|m| m.controller_id = -1);
         log::warn!(
             "broker {} resigns as controller (epoch {}): {reason}",
@@ -154,7 +203,7 @@ impl Shared {
                 Ok(stats)
             }
             Err(MetadataError::BadVersion { path, .. }) if path == ControllerEpochZNode::path() => {
-                self.set_role(|r| r.active = false);
+                self.step_down();
                 log::warn!(
                     "broker {}: /controller_epoch moved past epoch {}; another controller was \
                      elected, this one stops",

@@ -49,14 +49,45 @@ impl Shared {
         self.deliver(broker, requests);
     }
 
-    /// Tells every other broker about `topics` (after a creation, a new
-    /// partition, a leader change).
-    pub(super) fn propagate(&self, topics: &[TopicMetadata]) {
+    /// Tells every broker about `topics` (after a creation, a new
+    /// partition, a leader change): this one through its replica manager
+    /// (UpdateMetadata; its own replicas took up their LeaderAndIsr
+    /// already), the others through their channels.
+    pub(super) async fn propagate(&self, topics: &[TopicMetadata]) -> Result<(), ControllerError> {
         if !self.is_active() {
-            return;
+            return Ok(());
         }
+        self.publish_locally(topics).await?;
         for broker in self.remote_brokers() {
             self.send_topics_to(broker, topics);
+        }
+        Ok(())
+    }
+
+    /// UpdateMetadata with `topics` and the live brokers to this broker's
+    /// replica manager, fenced as a remote controller's would be: the only
+    /// way the active controller's decisions reach its own broker's
+    /// metadata cache. Waited for, so what this controller answers a
+    /// client next is what this broker serves.
+    pub(super) async fn publish_locally(&self, topics: &[TopicMetadata]) -> Result<(), ControllerError> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        let request = self.update_metadata_request(self.broker_id, topics);
+        match self.replica_manager.send(ApplyUpdateMetadata(request)).await {
+            Ok(Ok(answer)) if answer.error_code == 0 => Ok(()),
+            Ok(Ok(answer)) => {
+                // Refused: a newer controller fenced this one off.
+                log::warn!(
+                    "this broker refused its own controller's UpdateMetadata: error {}",
+                    answer.error_code
+                );
+                Err(ControllerError::ControllerMoved {
+                    epoch: self.controller_epoch(),
+                })
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ControllerError::Stopped),
         }
     }
 
@@ -78,8 +109,7 @@ impl Shared {
         topics: &[TopicMetadata],
     ) -> Option<LeaderAndIsrRequest> {
         let stamp = self.stamp(broker);
-        self.cache
-            .read(|m| requests::leader_and_isr(stamp, broker, topics, &m.brokers))
+        self.context(|c| requests::leader_and_isr(stamp, broker, topics, c.endpoints()))
     }
 
     /// UpdateMetadata with `topics`' partitions and the live brokers.
@@ -89,8 +119,7 @@ impl Shared {
         topics: &[TopicMetadata],
     ) -> UpdateMetadataRequest {
         let stamp = self.stamp(broker);
-        self.cache
-            .read(|m| requests::update_metadata(stamp, topics, &m.brokers))
+        self.context(|c| requests::update_metadata(stamp, topics, c.endpoints()))
     }
 
     /// StopReplica for `topics`, stamped for `broker`.
@@ -191,10 +220,21 @@ impl Shared {
         topic: &TopicMetadata,
         partitions: &[i32],
     ) -> Result<Vec<(i32, i16)>, ControllerError> {
+        // The leaders' addresses, as LeaderAndIsr's live leaders give a
+        // remote broker: this broker's cache may not know them yet.
+        let leaders = self.context(|c| {
+            partitions
+                .iter()
+                .filter_map(|index| topic.partitions.get(index))
+                .filter_map(|p| c.endpoints().get(&p.leader))
+                .map(|b| (b.id, format!("{}:{}", b.host, b.port)))
+                .collect()
+        });
         let decision = BecomeLeaderOrFollower {
             controller_epoch: self.controller_epoch(),
             topic: topic.clone(),
             partitions: partitions.to_vec(),
+            leaders,
         };
         match self.replica_manager.send(decision).await {
             Ok(codes) => codes.map(|PartitionCodes(codes)| codes),

@@ -80,8 +80,7 @@ impl Shared {
         let topic = self
             .become_leader(name, topic_id, &assignment, configs, log_config)
             .await?;
-        self.cache
-            .update(|m| m.topics.insert(name.to_owned(), topic));
+        self.remember(topic);
         Ok(())
     }
 
@@ -94,7 +93,7 @@ impl Shared {
             return Ok(());
         }
         for name in change.names {
-            if self.cache.read(|m| m.topics.contains_key(&name)) {
+            if self.has_topic(&name) {
                 continue;
             }
             if let Err(e) = validate_topic_name(&name) {
@@ -106,13 +105,11 @@ impl Shared {
             }
             log::info!("taking up topic {name}, created in the metadata store by another writer");
             self.load_topic(&name).await?;
-            if let Some(topic) = self.cache.topic(&name) {
-                self.propagate(std::slice::from_ref(&topic));
+            let topic = self.topic(&name);
+            if let Some(topic) = &topic {
+                self.propagate(std::slice::from_ref(topic)).await?;
             }
-            let partitions = self
-                .cache
-                .topic(&name)
-                .map_or(0, |t| t.partitions.len() as i32);
+            let partitions = topic.map_or(0, |t| t.partitions.len() as i32);
             self.partitions.events.publish(BrokerEvent::TopicCreated {
                 topic: name,
                 partitions,
@@ -142,9 +139,8 @@ impl Shared {
             "topic {name} now has {} partitions",
             updated.partitions.len()
         );
-        self.propagate(std::slice::from_ref(&updated));
-        self.cache.update(|m| m.topics.insert(name, updated));
-        Ok(())
+        self.remember(updated.clone());
+        self.propagate(std::slice::from_ref(&updated)).await
     }
 
     /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications):
@@ -158,7 +154,7 @@ impl Shared {
             return Ok(());
         }
         let name = change.topic;
-        let Some(topic) = self.cache.topic(&name) else {
+        let Some(topic) = self.topic(&name) else {
             return Ok(());
         };
         let Some((bytes, _)) = self.store.get(&TopicZNode::path(&name)).await? else {
@@ -192,7 +188,7 @@ impl Shared {
             return Ok(());
         }
         for name in marks.names {
-            let exists = self.cache.read(|m| m.topics.contains_key(&name))
+            let exists = self.has_topic(&name)
                 || self.store.get(&TopicZNode::path(&name)).await?.is_some();
             if exists && self.config.delete_topic_enable {
                 self.delete_topic_data(&name).await?;
@@ -285,7 +281,7 @@ impl Shared {
     ) -> Result<TopicMetadata, ControllerError> {
         let name = request.name;
         validate_topic_name(&name).map_err(|e| ControllerError::InvalidTopic(e.to_string()))?;
-        if self.cache.topic(&name).is_some()
+        if self.has_topic(&name)
             || self.store.get(&TopicZNode::path(&name)).await?.is_some()
         {
             return Err(ControllerError::AlreadyExists(name));
@@ -304,8 +300,10 @@ impl Shared {
                 request.replication_factor
             };
             let racked: Vec<(i32, Option<String>)> = self
-                .cache
-                .read(|m| m.brokers.values().map(|b| (b.id, b.rack.clone())).collect());
+                .live_endpoints()
+                .values()
+                .map(|b| (b.id, b.rack.clone()))
+                .collect();
             assign_for_new_topic(&racked, partitions, replication_factor, seed_for(&name))?
         } else {
             if request.num_partitions != -1 || request.replication_factor != -1 {
@@ -420,9 +418,8 @@ impl Shared {
             "created topic {name} with {} partition(s)",
             topic.partitions.len()
         );
-        self.cache
-            .update(|m| m.topics.insert(name.clone(), topic.clone()));
-        self.propagate(std::slice::from_ref(&topic));
+        self.remember(topic.clone());
+        self.propagate(std::slice::from_ref(&topic)).await?;
         self.partitions.events.publish(BrokerEvent::TopicCreated {
             topic: name.clone(),
             partitions: topic.partitions.len() as i32,
@@ -486,7 +483,7 @@ impl Shared {
         if !self.config.delete_topic_enable {
             return Err(ControllerError::DeletionDisabled);
         }
-        if self.cache.topic(&name).is_none() {
+        if !self.has_topic(&name) {
             return Err(ControllerError::UnknownTopic(name));
         }
         if !self.is_active() {
@@ -515,11 +512,16 @@ impl Shared {
     /// (`brokers_changed`) or the retry timer resumes the deletion, asking
     /// only the holders that have not deleted yet.
     pub(super) async fn delete_topic_data(&self, name: &str) -> Result<(), ControllerError> {
-        let removed = self.cache.update(|m| m.topics.remove(name));
-        let topic = match removed {
+        let topic = match self.forget(name) {
             Some(topic) => Some(topic),
             None => self.topic_from_store(name).await?,
         };
+        // This broker stops serving it at once (UpdateMetadata with
+        // Kafka's deletion leader, as the others get below).
+        if let Some(topic) = &topic {
+            self.publish_locally(&[crate::controller::requests::marked_for_deletion(topic)])
+                .await?;
+        }
         let partitions: BTreeMap<i32, Vec<i32>> = topic
             .as_ref()
             .map(|t| {
@@ -590,7 +592,7 @@ impl Shared {
 
     /// A topic as its znodes describe it (the assignment, and each
     /// partition's state where there is one), for a deletion resumed after
-    /// the topic left the cache.
+    /// the topic left the controller's view.
     pub(super) async fn topic_from_store(
         &self,
         name: &str,
@@ -626,7 +628,7 @@ impl Shared {
         request: CreatePartitions,
     ) -> Result<(), ControllerError> {
         let name = request.name;
-        let Some(topic) = self.cache.topic(&name) else {
+        let Some(topic) = self.topic(&name) else {
             return Err(ControllerError::UnknownTopic(name));
         };
         let current = topic.partitions.len() as i32;

@@ -1,7 +1,9 @@
 //! DescribeConfigs (key 32, v0-4), AlterConfigs (key 33, v0-2) and
-//! IncrementalAlterConfigs (key 44, v0-1) for topics; DescribeConfigs also
-//! for this broker. Topic changes go to the controller, which validates them
-//! with the same rules as topic creation.
+//! IncrementalAlterConfigs (key 44, v0-1) for topics and brokers. Topic
+//! changes go to the controller, which validates them with the same rules
+//! as topic creation; broker changes are Kafka's dynamic broker configs
+//! (KIP-226, `config::dynamic`), for this broker (resource name = its id)
+//! or the cluster default (empty name).
 
 use std::collections::BTreeMap;
 
@@ -18,16 +20,19 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{AlterTopicConfigs, ControllerError};
+use crate::actors::controller::{AlterBrokerConfigs, AlterTopicConfigs, ControllerError};
 use crate::cluster::TopicMetadata;
-use crate::config::{java_double, BrokerConfig, BROKER_KEYS};
+use crate::config::dynamic::{is_dynamic, DynamicBrokerConfig, DynamicLayers};
+use crate::config::{broker_key, java_double, BrokerConfig, BROKER_KEYS};
 use crate::storage::LogConfig;
-use crate::topic_config::{apply_incremental, TOPIC_CONFIGS};
+use crate::topic_config::{apply_incremental, apply_incremental_op, ConfigKind, TOPIC_CONFIGS};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 /// Kafka's ConfigSource values.
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 
@@ -49,10 +54,37 @@ pub struct ConfigEntry {
     pub synonyms: Vec<(String, String, i8)>,
 }
 
+/// The synonyms of broker key `key`, most specific first, as Kafka orders
+/// them: this broker's dynamic value (when `per_broker`), the cluster
+/// default's, server.properties', Kafka's default.
+fn broker_synonyms(
+    key: &str,
+    static_config: &BrokerConfig,
+    layers: &DynamicLayers,
+    per_broker: bool,
+) -> Vec<(String, String, i8)> {
+    let mut synonyms = Vec::new();
+    if per_broker {
+        if let Some(value) = layers.per_broker.get(key) {
+            synonyms.push((key.to_string(), value.clone(), SOURCE_DYNAMIC_BROKER));
+        }
+    }
+    if let Some(value) = layers.cluster_default.get(key) {
+        synonyms.push((key.to_string(), value.clone(), SOURCE_DYNAMIC_DEFAULT_BROKER));
+    }
+    if let Some(value) = static_config.set_keys.get(key) {
+        synonyms.push((key.to_string(), value.clone(), SOURCE_STATIC_BROKER));
+    }
+    synonyms
+}
+
 /// Every topic config Kafka lists, with its effective value, where it
-/// comes from, and its synonyms: the topic's override, the broker key when
-/// server.properties sets it, then Kafka's default.
-pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec<ConfigEntry> {
+/// comes from, and its synonyms: the topic's override, then the broker
+/// key's dynamic and static values, then Kafka's default.
+pub fn topic_config_entries(topic: &TopicMetadata, dynamic: &DynamicBrokerConfig) -> Vec<ConfigEntry> {
+    let broker = dynamic.current();
+    let broker = broker.as_ref();
+    let layers = dynamic.layers();
     TOPIC_CONFIGS
         .iter()
         .map(|def| {
@@ -61,9 +93,7 @@ pub fn topic_config_entries(topic: &TopicMetadata, broker: &BrokerConfig) -> Vec
                 synonyms.push((def.name.to_string(), value.clone(), SOURCE_DYNAMIC_TOPIC));
             }
             if let Some(broker_key) = def.broker_key {
-                if let Some(value) = broker.set_keys.get(broker_key) {
-                    synonyms.push((broker_key.to_string(), value.clone(), SOURCE_STATIC_BROKER));
-                }
+                synonyms.extend(broker_synonyms(broker_key, broker, &layers, true));
                 synonyms.push((
                     broker_key.to_string(),
                     def.default.to_string(),
@@ -125,29 +155,56 @@ fn effective_value(key: &str, config: &LogConfig, broker: &BrokerConfig) -> Opti
     })
 }
 
-/// Every broker key of the table, with its value, where it comes from,
-/// and Kafka's default as its last synonym.
+/// Every broker key of the table, with its value now, where it comes
+/// from, and its synonyms down to Kafka's default; read-only unless it
+/// can change at run time (`config::dynamic`).
 fn broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
-    let c = &ctx.config;
+    let current = ctx.dynamic.current();
+    let layers = ctx.dynamic.layers();
     let defaults = BrokerConfig::default();
     BROKER_KEYS
         .iter()
         .map(|def| {
-            let mut synonyms = Vec::new();
-            if let Some(value) = c.set_keys.get(def.name) {
-                synonyms.push((def.name.to_string(), value.clone(), SOURCE_STATIC_BROKER));
-            }
+            let mut synonyms = broker_synonyms(def.name, &current, &layers, true);
             if let Some(default) = defaults.value_of(def.name) {
                 synonyms.push((def.name.to_string(), default, SOURCE_DEFAULT));
             }
             let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.2);
             ConfigEntry {
                 name: def.name.to_string(),
-                value: c.value_of(def.name),
+                value: current.value_of(def.name),
                 source,
                 kind: def.kind as i8,
-                read_only: !def.dynamic,
+                read_only: !is_dynamic(def.name),
                 documentation: Some(def.doc.trim()),
+                synonyms,
+            }
+        })
+        .collect()
+}
+
+/// The cluster default resource (an empty broker name): the dynamic
+/// defaults set, each DYNAMIC_DEFAULT_BROKER_CONFIG, as Kafka lists them.
+fn default_broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
+    let current = ctx.dynamic.current();
+    let layers = ctx.dynamic.layers();
+    let defaults = BrokerConfig::default();
+    layers
+        .cluster_default
+        .iter()
+        .map(|(name, value)| {
+            let def = broker_key(name);
+            let mut synonyms = broker_synonyms(name, &current, &layers, false);
+            if let Some(default) = defaults.value_of(name) {
+                synonyms.push((name.clone(), default, SOURCE_DEFAULT));
+            }
+            ConfigEntry {
+                name: name.clone(),
+                value: Some(value.clone()),
+                source: SOURCE_DYNAMIC_DEFAULT_BROKER,
+                kind: def.map_or(0, |d| d.kind as i8),
+                read_only: false,
+                documentation: def.map(|d| d.doc.trim()),
                 synonyms,
             }
         })
@@ -169,7 +226,7 @@ pub fn describe(
                 .with_resource_name(resource.resource_name.clone());
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match ctx.metadata.topic(&name) {
-                    Some(topic) => topic_config_entries(&topic, &ctx.config),
+                    Some(topic) => topic_config_entries(&topic, &ctx.dynamic),
                     None => {
                         return result
                             .with_error_code(ResponseError::UnknownTopicOrPartition.code())
@@ -178,9 +235,8 @@ pub fn describe(
                             ))))
                     }
                 },
-                RESOURCE_BROKER if name.is_empty() || name == ctx.broker_id.to_string() => {
-                    broker_config_entries(ctx)
-                }
+                RESOURCE_BROKER if name.is_empty() => default_broker_config_entries(ctx),
+                RESOURCE_BROKER if name == ctx.broker_id.to_string() => broker_config_entries(ctx),
                 _ => {
                     return result
                         .with_error_code(ResponseError::InvalidRequest.code())
@@ -245,13 +301,14 @@ pub async fn alter(ctx: &BrokerContext, request: AlterConfigsRequest) -> AlterCo
         let response = AlterConfigsResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
-        if resource.resource_type != RESOURCE_TOPIC {
+        if resource.resource_type != RESOURCE_TOPIC && resource.resource_type != RESOURCE_BROKER {
             responses.push(
                 response
                     .with_error_code(ResponseError::InvalidRequest.code())
-                    .with_error_message(Some(StrBytes::from_static_str(
-                        "only topic configs can be altered",
-                    ))),
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "configs of resource type {} cannot be altered",
+                        resource.resource_type
+                    )))),
             );
             continue;
         }
@@ -265,7 +322,14 @@ pub async fn alter(ctx: &BrokerContext, request: AlterConfigsRequest) -> AlterCo
                     .map(|v| (c.name.to_string(), v.to_string()))
             })
             .collect();
-        let outcome = send_alter(ctx, name, configs, request.validate_only).await;
+        let outcome = if resource.resource_type == RESOURCE_BROKER {
+            match broker_entity(&name) {
+                Ok(broker) => send_alter_broker(ctx, broker, configs, request.validate_only).await,
+                Err(e) => Err(e),
+            }
+        } else {
+            send_alter(ctx, name, configs, request.validate_only).await
+        };
         responses.push(with_outcome(response, outcome));
     }
     AlterConfigsResponse::default().with_responses(responses)
@@ -288,10 +352,44 @@ pub async fn incremental_alter(
                 .with_error_code(code)
                 .with_error_message(Some(StrBytes::from_string(message)))
         };
+        if resource.resource_type == RESOURCE_BROKER {
+            let outcome = match broker_entity(&name) {
+                Ok(broker) => {
+                    let layers = ctx.dynamic.layers();
+                    let mut configs = match broker {
+                        Some(_) => layers.per_broker,
+                        None => layers.cluster_default,
+                    };
+                    let mut refused = None;
+                    for op in &resource.configs {
+                        let value = op.value.as_ref().map(|v| v.as_str());
+                        let list_default = broker_key(&op.name)
+                            .filter(|def| def.kind == ConfigKind::List)
+                            .map(|_| BrokerConfig::default().value_of(&op.name).unwrap_or_default());
+                        if let Err(e) =
+                            apply_incremental_op(&mut configs, op.config_operation, &op.name, value, list_default)
+                        {
+                            refused = Some(e.to_string());
+                            break;
+                        }
+                    }
+                    match refused {
+                        Some(reason) => Err(ControllerError::InvalidRequest(reason)),
+                        None => send_alter_broker(ctx, broker, configs, request.validate_only).await,
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            responses.push(match outcome {
+                Ok(()) => response,
+                Err(e) => error(e.code(), e.to_string()),
+            });
+            continue;
+        }
         if resource.resource_type != RESOURCE_TOPIC {
             responses.push(error(
                 ResponseError::InvalidRequest.code(),
-                "only topic configs can be altered".into(),
+                format!("configs of resource type {} cannot be altered", resource.resource_type),
             ));
             continue;
         }
@@ -333,6 +431,33 @@ async fn send_alter(
     ctx.controller
         .send(AlterTopicConfigs {
             name,
+            configs,
+            validate_only,
+        })
+        .await
+        .unwrap_or(Err(ControllerError::Stopped))
+}
+
+/// A broker resource's name: empty for the cluster default, else a broker
+/// id.
+fn broker_entity(name: &str) -> Result<Option<i32>, ControllerError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    name.parse::<i32>()
+        .map(Some)
+        .map_err(|_| ControllerError::InvalidRequest(format!("'{name}' is not a broker id")))
+}
+
+async fn send_alter_broker(
+    ctx: &BrokerContext,
+    broker: Option<i32>,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), ControllerError> {
+    ctx.controller
+        .send(AlterBrokerConfigs {
+            broker,
             configs,
             validate_only,
         })

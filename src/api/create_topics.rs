@@ -69,7 +69,7 @@ pub async fn handle(
                             .map_or(0, |p| p.replicas.len()) as i16,
                     );
                 if version >= 5 {
-                    result = result.with_configs(Some(described_configs(&created, &ctx.config)));
+                    result = result.with_configs(Some(described_configs(&created, &ctx.dynamic)));
                 }
             }
             Err(e) => {
@@ -122,7 +122,7 @@ pub async fn auto_create_topic(
 
 fn described_configs(
     topic: &TopicMetadata,
-    broker: &crate::config::BrokerConfig,
+    broker: &crate::config::dynamic::DynamicBrokerConfig,
 ) -> Vec<CreatableTopicConfigs> {
     super::configs::topic_config_entries(topic, broker)
         .into_iter()

@@ -58,7 +58,11 @@ use crate::topic_partition::TopicPartition;
 
 /// Everything a request handler may reach.
 pub struct BrokerContext {
+    /// `server.properties` as the broker started with it.
     pub config: BrokerConfig,
+    /// The config in force now: the file with the dynamic broker configs
+    /// (KIP-226) over it. Keys that can change are read from here.
+    pub dynamic: crate::config::dynamic::DynamicBrokerConfig,
     pub broker_id: i32,
     pub controller: Addr<Controller>,
     /// This broker's replicas: where the controller's requests go.

@@ -243,12 +243,13 @@ pub enum ProduceOutcome {
 /// acks=all needs at least `min.insync.replicas` in the ISR (topic config,
 /// else the broker's), or the produce fails with NOT_ENOUGH_REPLICAS.
 fn min_insync_replicas(ctx: &BrokerContext, tp: &TopicPartition) -> usize {
+    let broker_default = ctx.dynamic.current().min_insync_replicas.max(1) as usize;
     ctx.metadata.read(|m| {
         m.topics
             .get(&tp.topic)
             .and_then(|topic| topic.configs.get("min.insync.replicas"))
             .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(ctx.config.min_insync_replicas.max(1) as usize)
+            .unwrap_or(broker_default)
     })
 }
 

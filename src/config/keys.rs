@@ -77,9 +77,6 @@ pub struct BrokerKeyDef {
     /// `Some(why)`: accepted and checked, but it changes nothing yet; the
     /// broker says so at start-up when a file sets it.
     pub ignored: Option<&'static str>,
-    /// Whether it can change without a restart. None can yet (no broker
-    /// AlterConfigs), so DescribeConfigs marks every broker key read-only.
-    pub dynamic: bool,
 }
 
 /// The declared key named `name`.
@@ -238,14 +235,12 @@ macro_rules! broker_config {
                     kind: ConfigKind::$hkind,
                     doc: concat!($($hdoc),*),
                     ignored: None,
-                    dynamic: false,
                 }, )*
                 $( BrokerKeyDef {
                     name: $key,
                     kind: { use Rule::*; $rule }.kind(),
                     doc: concat!($($doc),*),
                     ignored: ignored!($($why)?),
-                    dynamic: false,
                 }, )*
             ];
             sort_by_name(&mut keys);

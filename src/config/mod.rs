@@ -11,12 +11,13 @@
 //! keys that need more than one line (aliases, lists, fallbacks) and checks
 //! combinations.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use java_properties::{LineContent, PropertiesIter};
 
+pub mod dynamic;
 mod keys;
 
 pub use crate::storage::config::CleanupPolicy;
@@ -193,6 +194,23 @@ impl BrokerConfig {
         let mut config = BrokerConfig::from_props(&props, &mut warnings)?;
         config.set_keys = props.values.into_iter().collect();
         Ok((config, warnings))
+    }
+
+    /// This config with `layers` (dynamic configs, later wins) set over
+    /// what the file set; `set_keys` stays the file's.
+    pub fn with_layers(
+        &self,
+        layers: &[&BTreeMap<String, String>],
+    ) -> Result<BrokerConfig, ConfigError> {
+        let mut values: HashMap<String, String> = self.set_keys.clone().into_iter().collect();
+        for layer in layers {
+            for (key, value) in layer.iter() {
+                values.insert(key.clone(), value.clone());
+            }
+        }
+        let mut config = BrokerConfig::from_props(&Props { values }, &mut Vec::new())?;
+        config.set_keys = self.set_keys.clone();
+        Ok(config)
     }
 
     /// Read FILE, call from_properties, log each warning with log::warn!.

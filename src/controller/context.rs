@@ -3,12 +3,17 @@
 //! controlled shutdown and the topic deletions in progress. Plain data; the
 //! controller actor holds one and changes it between store reads and writes.
 //!
-//! Topic assignments, leaders and ISRs are still read from the broker's
-//! metadata cache, which the active controller updates as it decides.
+//! It also holds the active controller's own view of every topic
+//! (assignment, leader, leader epoch, ISR and each partition state's
+//! zkVersion) and of the live brokers' endpoints. The broker's metadata
+//! cache is a different thing: it hears of this controller's decisions
+//! only through UpdateMetadata, as every other broker does, so nothing is
+//! advertised on this broker before its own replicas took it up.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::deletion::TopicDeletions;
+use crate::cluster::{BrokerEndpoint, TopicMetadata};
 
 /// This broker's part in the controller election.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +58,13 @@ pub struct ControllerContext {
     /// The topic deletions in progress (active controller only): which
     /// brokers have deleted their replicas.
     pub deletions: TopicDeletions,
+    /// The live brokers' endpoints, as their registrations say (active
+    /// controller only).
+    endpoints: BTreeMap<i32, BrokerEndpoint>,
+    /// Every topic as this controller last read or wrote it (active
+    /// controller only): Kafka's partitionAssignments, partitionLeadershipInfo
+    /// and the zkVersion of each partition state.
+    topics: BTreeMap<String, TopicMetadata>,
 }
 
 impl ControllerContext {
@@ -69,6 +81,8 @@ impl ControllerContext {
             live: BTreeMap::new(),
             shutting_down: BTreeSet::new(),
             deletions: TopicDeletions::default(),
+            endpoints: BTreeMap::new(),
+            topics: BTreeMap::new(),
         }
     }
 
@@ -82,6 +96,54 @@ impl ControllerContext {
         self.live.clear();
         self.shutting_down.clear();
         self.deletions.clear();
+        self.endpoints.clear();
+        self.topics.clear();
+    }
+
+    /// Gives the role up: what this term knew is not kept for the next.
+    pub fn resign(&mut self) {
+        self.role.active = false;
+        self.topics.clear();
+        self.endpoints.clear();
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicMetadata> {
+        self.topics.get(name)
+    }
+
+    pub fn topics(&self) -> impl Iterator<Item = &TopicMetadata> {
+        self.topics.values()
+    }
+
+    /// Takes `topic` as it now is (read from the store, or just written).
+    pub fn put_topic(&mut self, topic: TopicMetadata) {
+        self.topics.insert(topic.name.clone(), topic);
+    }
+
+    pub fn remove_topic(&mut self, name: &str) -> Option<TopicMetadata> {
+        self.topics.remove(name)
+    }
+
+    /// The live brokers, in id order.
+    pub fn live_brokers(&self) -> Vec<i32> {
+        self.live.keys().copied().collect()
+    }
+
+    pub fn endpoints(&self) -> &BTreeMap<i32, BrokerEndpoint> {
+        &self.endpoints
+    }
+
+    /// [`Self::set_live_brokers`] with the endpoints the registrations name.
+    pub fn set_registrations(
+        &mut self,
+        registered: BTreeMap<i32, (BrokerEndpoint, i64)>,
+    ) -> BrokerChanges {
+        let epochs = registered.iter().map(|(id, (_, epoch))| (*id, *epoch)).collect();
+        self.endpoints = registered
+            .into_iter()
+            .map(|(id, (endpoint, _))| (id, endpoint))
+            .collect();
+        self.set_live_brokers(epochs)
     }
 
     /// The epoch of broker `id`'s registration; -1 when it is not known.
@@ -179,6 +241,59 @@ mod tests {
         // 1 left; 2 is back with a new registration.
         context.set_live_brokers(epochs(&[(0, 10), (2, 31)]));
         assert!(context.shutting_down().is_empty());
+    }
+
+    fn topic(name: &str) -> TopicMetadata {
+        TopicMetadata {
+            name: name.into(),
+            topic_id: [1; 16],
+            is_internal: false,
+            partitions: BTreeMap::new(),
+            configs: BTreeMap::new(),
+            log_config: crate::storage::LogConfig::default(),
+        }
+    }
+
+    fn endpoint(id: i32) -> BrokerEndpoint {
+        BrokerEndpoint {
+            id,
+            host: "127.0.0.1".into(),
+            port: 9092 + id as u16,
+            rack: None,
+        }
+    }
+
+    #[test]
+    fn registrations_give_the_endpoints_and_the_epochs() {
+        let mut context = ControllerContext::new(0, 10);
+        context.activate(1, 0);
+        let registered = [(0, (endpoint(0), 10)), (1, (endpoint(1), 20))].into_iter().collect();
+        let changes = context.set_registrations(registered);
+        assert_eq!(changes.joined, vec![0, 1]);
+        assert_eq!(context.live_brokers(), vec![0, 1]);
+        assert_eq!(context.endpoints().get(&1).map(|b| b.port), Some(9093));
+        assert_eq!(context.broker_epoch_of(1), 20);
+        let changes = context.set_registrations([(0, (endpoint(0), 10))].into_iter().collect());
+        assert_eq!(changes.left, vec![1]);
+        assert!(!context.endpoints().contains_key(&1));
+    }
+
+    #[test]
+    fn a_resignation_drops_the_topics_and_a_new_term_starts_empty() {
+        let mut context = ControllerContext::new(0, 10);
+        context.activate(1, 0);
+        context.put_topic(topic("a"));
+        context.put_topic(topic("b"));
+        assert_eq!(context.topics().count(), 2);
+        assert!(context.remove_topic("b").is_some());
+        assert!(context.topic("b").is_none());
+        context.resign();
+        assert!(!context.role.active);
+        assert!(context.topic("a").is_none());
+        context.activate(2, 1);
+        context.put_topic(topic("c"));
+        context.activate(3, 2);
+        assert_eq!(context.topics().count(), 0);
     }
 
     #[test]

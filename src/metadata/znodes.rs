@@ -473,11 +473,10 @@ struct PartitionStateJsonIn {
 }
 
 /// The kinds of entity with dynamic config under `/config` (Kafka's
-/// `ConfigType`).
-/// Only topics carry dynamic configs yet; the other kinds name Kafka's
-/// layout for what comes with client quotas and dynamic broker configs.
+/// `ConfigType`). Topics and brokers (KIP-226) carry dynamic configs;
+/// clients and users name Kafka's layout for what comes with quotas and
+/// SCRAM credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
 pub enum ConfigType {
     Topic,
     Client,
@@ -514,16 +513,32 @@ impl ConfigChangeNotification {
     pub const PREFIX: &'static str = "/config/changes/config_change_";
 
     pub fn encode_topic(topic: &str) -> Vec<u8> {
+        Self::encode(ConfigType::Topic, topic)
+    }
+
+    /// `{"version":2,"entity_path":"<type>/<name>"}`, e.g. `brokers/<default>`.
+    pub fn encode(config_type: ConfigType, name: &str) -> Vec<u8> {
         to_json(&ConfigChangeJson {
             version: 2,
-            entity_path: format!("topics/{topic}"),
+            entity_path: format!("{}/{name}", config_type.as_str()),
         })
     }
 
-    /// The topic a notification names; `None` for other entity types.
-    pub fn decode_topic(path: &str, bytes: &[u8]) -> Result<Option<String>, MetadataError> {
+    /// The entity a notification names: its type and name; `None` for a
+    /// type ferrolog does not follow.
+    pub fn decode(path: &str, bytes: &[u8]) -> Result<Option<(ConfigType, String)>, MetadataError> {
         let json: ConfigChangeJson = parse(path, bytes)?;
-        Ok(json.entity_path.strip_prefix("topics/").map(str::to_owned))
+        let Some((kind, name)) = json.entity_path.split_once('/') else {
+            return Ok(None);
+        };
+        let kind = match kind {
+            "topics" => ConfigType::Topic,
+            "brokers" => ConfigType::Broker,
+            "clients" => ConfigType::Client,
+            "users" => ConfigType::User,
+            _ => return Ok(None),
+        };
+        Ok(Some((kind, name.to_owned())))
     }
 
     /// The sequence number of a notification's name or path.
