@@ -178,6 +178,15 @@ struct Tracker {
     assignment: Option<BTreeSet<i32>>,
     assigns: usize,
     revokes: usize,
+    /// Every callback in order, with the partitions it was given (for the
+    /// cooperative protocol: the increment, which may be empty).
+    events: Vec<RebalanceEvent>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RebalanceEvent {
+    Assign(BTreeSet<i32>),
+    Revoke(BTreeSet<i32>),
 }
 
 struct TrackingContext(Arc<Mutex<Tracker>>);
@@ -189,12 +198,17 @@ impl ConsumerContext for TrackingContext {
         let mut tracker = self.0.lock().expect("tracker lock");
         match rebalance {
             Rebalance::Assign(tpl) => {
+                let partitions: BTreeSet<i32> =
+                    tpl.elements().iter().map(|e| e.partition()).collect();
                 tracker.assigns += 1;
-                tracker.assignment = Some(tpl.elements().iter().map(|e| e.partition()).collect());
+                tracker.assignment = Some(partitions.clone());
+                tracker.events.push(RebalanceEvent::Assign(partitions));
             }
-            Rebalance::Revoke(_) => {
+            Rebalance::Revoke(tpl) => {
+                let partitions = tpl.elements().iter().map(|e| e.partition()).collect();
                 tracker.revokes += 1;
                 tracker.assignment = None;
+                tracker.events.push(RebalanceEvent::Revoke(partitions));
             }
             Rebalance::Error(e) => eprintln!("rebalance error: {e}"),
         }
@@ -328,6 +342,14 @@ impl Member {
             assigns: 0,
             revokes: 0,
             records: Vec::new(),
+        }
+    }
+
+    /// A librdkafka member's rebalance callbacks so far.
+    fn events(&self) -> Vec<RebalanceEvent> {
+        match &self.kind {
+            Kind::Rd { tracker, .. } => tracker.lock().expect("tracker lock").events.clone(),
+            Kind::Py { .. } => panic!("{} is not a librdkafka consumer", self.name),
         }
     }
 
@@ -1328,6 +1350,125 @@ fn mixed_clients_share_a_group_with_range() {
 #[test]
 fn mixed_clients_share_a_group_with_roundrobin() {
     mixed_clients_share_a_group("roundrobin");
+}
+
+/// Cooperative-sticky rebalancing as Kafka 3.9 does it, callback by
+/// callback (librdkafka's 0113 tests count these). With
+/// `group.initial.rebalance.delay.ms=0` the first member's join completes
+/// at once and it takes all four partitions; a second member then costs two
+/// rounds: the first revokes two partitions from member 1 (and assigns
+/// nothing to anyone), the second gives them to member 2. Kafka 3.9 makes
+/// exactly these calls (measured with librdkafka against it: assign(4),
+/// revoke(2), assign(), assign() and assign(), assign(2)). Before 17effd6
+/// ferrolog woke its group actors every 100 ms, which let a second member
+/// that subscribed within 100 ms into the first generation, so 0113's
+/// `l_unsubscribe` passed against ferrolog with delay 0 and failed against
+/// Kafka; it passes against both with Kafka's default delay of 3 s, which
+/// `cooperative_members_joining_within_the_initial_delay_share_one_generation`
+/// checks.
+#[test]
+fn cooperative_sticky_second_member_costs_two_rounds_as_in_kafka() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path(), &[]);
+    let bootstrap = broker.bootstrap.clone();
+    create_topic(&bootstrap, "coop", 4);
+    let cooperative = [("partition.assignment.strategy", "cooperative-sticky")];
+    let mut members = vec![Member::rdkafka(
+        &bootstrap,
+        "coop-1",
+        "g-coop",
+        "coop",
+        &cooperative,
+    )];
+    pump_until(
+        &mut members,
+        SETTLE,
+        "member 1 holds every partition",
+        |m| m[0].assignment.as_ref().is_some_and(|a| a.len() == 4),
+    );
+    members.push(Member::rdkafka(
+        &bootstrap,
+        "coop-2",
+        "g-coop",
+        "coop",
+        &cooperative,
+    ));
+    pump_until(&mut members, SETTLE, "two partitions each", |m| {
+        m[1].events()
+            .iter()
+            .any(|e| matches!(e, RebalanceEvent::Assign(p) if p.len() == 2))
+    });
+    // Nothing more happens after that: no third round.
+    pump_for(&mut members, Duration::from_millis(4 * HEARTBEAT_MS));
+    let (first, second) = (members[0].events(), members[1].events());
+    let moved = match second.last() {
+        Some(RebalanceEvent::Assign(moved)) => moved.clone(),
+        other => panic!("member 2 ends with {other:?}: {second:?}"),
+    };
+    let all: BTreeSet<i32> = (0..4).collect();
+    assert_eq!(
+        first,
+        vec![
+            RebalanceEvent::Assign(all),
+            RebalanceEvent::Revoke(moved.clone()),
+            RebalanceEvent::Assign(BTreeSet::new()),
+            RebalanceEvent::Assign(BTreeSet::new()),
+        ],
+        "member 1's callbacks"
+    );
+    assert_eq!(
+        second,
+        vec![
+            RebalanceEvent::Assign(BTreeSet::new()),
+            RebalanceEvent::Assign(moved)
+        ],
+        "member 2's callbacks"
+    );
+    for member in members {
+        member.close();
+    }
+}
+
+/// With Kafka's default `group.initial.rebalance.delay.ms` (3 s), two
+/// cooperative members that subscribe together share the first generation:
+/// one assign call each, two partitions each, no revocation (the
+/// precondition of librdkafka's 0113 `l_unsubscribe`).
+#[test]
+fn cooperative_members_joining_within_the_initial_delay_share_one_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path(), &["group.initial.rebalance.delay.ms=3000"]);
+    let bootstrap = broker.bootstrap.clone();
+    create_topic(&bootstrap, "coop-delay", 4);
+    let cooperative = [("partition.assignment.strategy", "cooperative-sticky")];
+    let mut members = vec![
+        Member::rdkafka(
+            &bootstrap,
+            "coop-d1",
+            "g-coop-delay",
+            "coop-delay",
+            &cooperative,
+        ),
+        Member::rdkafka(
+            &bootstrap,
+            "coop-d2",
+            "g-coop-delay",
+            "coop-delay",
+            &cooperative,
+        ),
+    ];
+    wait_for_split(&mut members, 4, &[2, 2]);
+    pump_for(&mut members, Duration::from_millis(4 * HEARTBEAT_MS));
+    for member in &members {
+        let events = member.events();
+        assert!(
+            matches!(events.as_slice(), [RebalanceEvent::Assign(p)] if p.len() == 2),
+            "{}: {events:?}",
+            member.name
+        );
+    }
+    for member in members {
+        member.close();
+    }
 }
 
 /// Static membership (KIP-345): two librdkafka members with
