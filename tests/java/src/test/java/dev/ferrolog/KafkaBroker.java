@@ -27,7 +27,7 @@ final class KafkaBroker {
         Files.writeString(log4j, "log4j.rootLogger=INFO, stdout\n"
                 + "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
                 + "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
-                + "log4j.appender.stdout.layout.ConversionPattern=%m%n\n");
+                + "log4j.appender.stdout.layout.ConversionPattern=%p %m%n\n");
         return new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx512m", "-Dlog4j.configuration=file:" + log4j, "-cp", KafkaTool.classpath(),
                 "kafka.Kafka", config.toString())
