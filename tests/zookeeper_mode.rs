@@ -341,6 +341,59 @@ fn a_broker_restarted_after_sigkill_waits_out_its_old_session() {
     assert_eq!(consume_all(&broker.bootstrap, "kept", 5).len(), 5);
 }
 
+/// Brokers started at the same moment on a fresh ZooKeeper race to create
+/// `/cluster/id`; as Kafka's `createOrGetClusterId` does, the losers read
+/// the winner's id instead of failing with NodeExists, and all three serve
+/// one cluster (the 3-broker benchmark starts its brokers so).
+#[test]
+fn brokers_started_at_once_on_a_fresh_zookeeper_agree_on_one_cluster_id() {
+    use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
+    let zk = ZooKeeperServer::start();
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let brokers: Vec<BrokerProcess> = std::thread::scope(|scope| {
+        let starting: Vec<_> = dirs
+            .iter()
+            .enumerate()
+            .map(|(id, dir)| {
+                let connect = connect.clone();
+                scope.spawn(move || {
+                    let id = format!("broker.id={id}");
+                    BrokerProcess::start(dir.path(), &[connect.as_str(), id.as_str(), SESSION_MS])
+                })
+            })
+            .collect();
+        starting
+            .into_iter()
+            .map(|handle| handle.join().expect("every broker starts"))
+            .collect()
+    });
+    let zk_root = root_store(&zk);
+    let id = json(&zk_root, "/cluster/id")["id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
+    for broker in &brokers {
+        let metadata: MetadataResponse = common::raw_request(
+            &broker.bootstrap,
+            ApiKey::Metadata,
+            9,
+            &MetadataRequest::default(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(
+            metadata.cluster_id.as_deref(),
+            Some(id.as_str()),
+            "every broker reports the one cluster id"
+        );
+    }
+    zk_root.wait_until("three registrations", |view| {
+        view.children("/brokers/ids").len() == 3
+    });
+}
+
 /// The sample `config/zookeeper.properties` parses without warnings.
 #[test]
 fn the_zookeeper_sample_config_parses() {

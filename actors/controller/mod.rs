@@ -251,15 +251,8 @@ impl Controller {
         let cluster_id = match store.get(ClusterIdZNode::path()).await? {
             Some((bytes, _)) => ClusterIdZNode::decode(&bytes)?,
             None => {
-                let id = ClusterIdZNode::id_from_uuid(*uuid::Uuid::new_v4().as_bytes());
-                store
-                    .create_recursive(
-                        ClusterIdZNode::path(),
-                        ClusterIdZNode::encode(&id),
-                        CreateMode::Persistent,
-                    )
-                    .await?;
-                id
+                let candidate = ClusterIdZNode::id_from_uuid(*uuid::Uuid::new_v4().as_bytes());
+                ClusterIdZNode::create_or_get(store.as_ref(), &candidate).await?
             }
         };
         let registration = Registration::new(&config, &advertised);

@@ -800,6 +800,31 @@ impl ClusterIdZNode {
         Ok(json.id)
     }
 
+    /// Kafka's `createOrGetClusterId`: writes `candidate` unless another
+    /// broker got there first (brokers starting together on a fresh
+    /// ZooKeeper race here), and answers the id that was kept.
+    pub async fn create_or_get(
+        store: &dyn MetadataStore,
+        candidate: &str,
+    ) -> Result<String, MetadataError> {
+        match store
+            .create_recursive(
+                Self::PATH,
+                Self::encode(candidate),
+                CreateMode::Persistent,
+            )
+            .await
+        {
+            Ok(()) => Ok(candidate.to_string()),
+            Err(MetadataError::NodeExists(_)) => match store.get(Self::PATH).await? {
+                Some((bytes, _)) => Self::decode(&bytes),
+                // Deleted between the two calls: only an operator does that.
+                None => Err(MetadataError::NoNode(Self::PATH.to_string())),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
     /// A cluster id in Kafka's form: the 16 bytes of a UUID in URL-safe
     /// base64 without padding, 22 characters. The caller supplies the
     /// randomness (this module has no random source).
@@ -1088,6 +1113,25 @@ mod tests {
                     store.children("/config").await.expect("children"),
                     ["brokers", "changes", "clients", "topics", "users"]
                 );
+            });
+    }
+
+    /// The first broker's id is kept; a later candidate reads it back
+    /// rather than failing with NodeExists.
+    #[test]
+    fn the_first_cluster_id_written_is_the_one_kept() {
+        let store = EmbeddedStore::in_memory();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let first = ClusterIdZNode::create_or_get(store.as_ref(), "first-id")
+                    .await
+                    .expect("created");
+                let second = ClusterIdZNode::create_or_get(store.as_ref(), "second-id")
+                    .await
+                    .expect("read back");
+                assert_eq!((first.as_str(), second.as_str()), ("first-id", "first-id"));
             });
     }
 }
