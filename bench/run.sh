@@ -226,26 +226,11 @@ start_broker() {
             (exec 3<>"/dev/tcp/127.0.0.1/$zk_port") 2>/dev/null && break
             sleep 0.1
         done
-        cat >"$BROKER_DATA/server.properties" <<PROPERTIES
-broker.id=0
-listeners=PLAINTEXT://127.0.0.1:$PORT
-num.network.threads=3
-num.io.threads=8
-socket.send.buffer.bytes=102400
-socket.receive.buffer.bytes=102400
-socket.request.max.bytes=104857600
-log.dirs=$BROKER_DATA/kafka-logs
-num.partitions=1
-num.recovery.threads.per.data.dir=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=168
-log.retention.check.interval.ms=300000
-zookeeper.connect=127.0.0.1:$zk_port
-zookeeper.connection.timeout.ms=18000
-group.initial.rebalance.delay.ms=0
-PROPERTIES
+        {
+            printf 'broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\nzookeeper.connect=127.0.0.1:%s\n' \
+                "$PORT" "$BROKER_DATA/kafka-logs" "$zk_port"
+            grep -v '^#' "$ROOT/bench/kafka-stock.properties"
+        } >"$BROKER_DATA/server.properties"
         "${PIN_BROKER[@]}" java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
             -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
             -Djava.awt.headless=true -Dlog4j.configuration="file:$WORK/kafka-log4j.properties" \

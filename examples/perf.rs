@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! perf create-topic --bootstrap H:P --topic T --partitions P [--replication-factor R] [--config K=V]
-//! perf produce --bootstrap H:P --topic T --count N --size BYTES [--partitions P] [--acks 1]
+//! perf produce --bootstrap H:P --topic T --count N --size BYTES [--partitions P] [--acks 1] [--rate R]
 //! perf consume --bootstrap H:P --topic T --count N [--partitions P] [--batch 10000]
 //! ```
 //!
@@ -29,9 +29,11 @@
 //! from the first send to the last delivery report; `consume`, like
 //! `rdkafka_performance`, from the first record received to the last, and
 //! appends `startup_seconds=T`: the time from `assign` to the first record;
-//! `produce` appends `latency_p50_ms` and `latency_p99_ms`, each record's
-//! time from its CreateTime to its delivery report (queueing included, as
-//! `rdkafka_performance` reports it).
+//! `produce` appends `latency_p50_ms`, `latency_p99_ms` and
+//! `latency_p999_ms`, each record's time from its hand-over to librdkafka to
+//! its delivery report, in microseconds shown as ms (queueing included, as
+//! `rdkafka_performance` reports it). With `--rate R` the records are handed
+//! over at R per second, evenly paced, for latency at a fixed load.
 //! Both append `client_cpu_seconds=C`, this process's CPU time over the run,
 //! to tell a client-bound run from a broker-bound one. Progress and errors
 //! go to stderr. The exit status is non-zero on any error (a failed delivery,
@@ -138,6 +140,9 @@ struct ProduceArgs {
     /// `acks`: 0, 1 or -1/all.
     #[arg(long, default_value = "1")]
     acks: String,
+    /// Records per second, evenly paced (default: as fast as the client can).
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 #[derive(Args)]
@@ -392,13 +397,31 @@ impl Drop for ConsumerQueue {
 }
 
 /// Counts delivery reports; prints client errors and the first few failed deliveries.
-#[derive(Default)]
 struct PerfContext {
     delivered: AtomicU64,
     failed: AtomicU64,
-    /// Each delivered record's latency, ms: from its CreateTime (set when
-    /// it was handed to librdkafka) to its delivery report.
-    latencies_ms: std::sync::Mutex<Vec<u32>>,
+    /// The instant the records' send times are counted from.
+    start: Instant,
+    /// Each delivered record's latency, µs: from its hand-over to librdkafka
+    /// (its delivery opaque: µs since `start`) to its delivery report.
+    latencies_us: std::sync::Mutex<Vec<u32>>,
+}
+
+impl Default for PerfContext {
+    fn default() -> Self {
+        PerfContext {
+            delivered: AtomicU64::default(),
+            failed: AtomicU64::default(),
+            start: Instant::now(),
+            latencies_us: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl PerfContext {
+    fn micros_since_start(&self) -> usize {
+        self.start.elapsed().as_micros() as usize
+    }
 }
 
 impl ClientContext for PerfContext {
@@ -410,17 +433,15 @@ impl ClientContext for PerfContext {
 impl ConsumerContext for PerfContext {}
 
 impl ProducerContext for PerfContext {
-    type DeliveryOpaque = ();
+    type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, sent_at_us: usize) {
         match result {
-            Ok(message) => {
+            Ok(_) => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
-                if let Some(created) = message.timestamp().to_millis() {
-                    let latency = now_ms().saturating_sub(created).clamp(0, u32::MAX as i64);
-                    if let Ok(mut latencies) = self.latencies_ms.lock() {
-                        latencies.push(latency as u32);
-                    }
+                let latency = self.micros_since_start().saturating_sub(sent_at_us);
+                if let Ok(mut latencies) = self.latencies_us.lock() {
+                    latencies.push(latency.min(u32::MAX as usize) as u32);
                 }
             }
             Err((error, message)) => {
@@ -436,23 +457,23 @@ impl ProducerContext for PerfContext {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// ` latency_p50_ms=.. latency_p99_ms=..` over the delivered records.
+/// ` latency_p50_ms=.. latency_p99_ms=.. latency_p999_ms=..` over the
+/// delivered records.
 fn latency_percentiles(context: &PerfContext) -> String {
-    let Ok(mut latencies) = context.latencies_ms.lock() else {
+    let Ok(mut latencies) = context.latencies_us.lock() else {
         return String::new();
     };
     if latencies.is_empty() {
         return String::new();
     }
     latencies.sort_unstable();
-    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
-    format!(" latency_p50_ms={} latency_p99_ms={}", at(0.50), at(0.99))
+    let at = |q: f64| f64::from(latencies[((latencies.len() - 1) as f64 * q) as usize]) / 1000.0;
+    format!(
+        " latency_p50_ms={:.3} latency_p99_ms={:.3} latency_p999_ms={:.3}",
+        at(0.50),
+        at(0.99),
+        at(0.999)
+    )
 }
 
 fn produce(args: &ProduceArgs) -> Result<(), String> {
@@ -496,8 +517,21 @@ fn produce(args: &ProduceArgs) -> Result<(), String> {
     let cpu_before = process_cpu_seconds();
     let start = Instant::now();
     let mut enqueue_errors = 0u64;
+    let pace = args.rate.filter(|rate| *rate > 0.0).map(|rate| 1.0 / rate);
     for sent in 0..args.count {
-        let mut record = BaseRecord::<(), [u8], ()>::to(topic).payload(&payload[..]);
+        if let Some(interval) = pace {
+            // Evenly paced from the start: a late record is sent at once,
+            // and the ones after it keep the schedule.
+            let due = start + Duration::from_secs_f64(interval * sent as f64);
+            let now = Instant::now();
+            if due > now {
+                producer.poll(due - now);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+        }
+        let sent_at = producer.context().micros_since_start();
+        let mut record =
+            BaseRecord::<(), [u8], usize>::with_opaque_to(topic, sent_at).payload(&payload[..]);
         loop {
             match producer.send(record) {
                 Ok(()) => break,
@@ -517,7 +551,7 @@ fn produce(args: &ProduceArgs) -> Result<(), String> {
                 }
             }
         }
-        if sent % 1024 == 0 {
+        if sent % 1024 == 0 || pace.is_some() {
             producer.poll(Duration::ZERO);
         }
     }
