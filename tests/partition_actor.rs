@@ -12,8 +12,8 @@ use ferrolog::actors::log::{
 };
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
-    PartitionAssignment, PartitionHandle, ReplicaContext, ReplicaFetch, Restart, StopPartition,
-    TruncateReplica,
+    PartitionAssignment, PartitionHandle, ReadRecords, ReplicaContext, ReplicaFetch, Restart,
+    StopPartition, TruncateReplica,
 };
 use ferrolog::clock::SystemClock;
 use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
@@ -925,6 +925,81 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
             .unwrap();
         let consumer = leader.addr.send(offsets(2, false)).await.unwrap().unwrap();
         assert_eq!(consumer.high_watermark, 5);
+    });
+}
+
+/// Every offset a read returned, batch by batch, decoded with kafka-protocol.
+fn offsets_read(read: &ferrolog::storage::ReadInfo) -> Vec<i64> {
+    let Some(region) = &read.region else {
+        return Vec::new();
+    };
+    let mut bytes = bytes::Bytes::from(region.read_to_vec().unwrap());
+    let mut offsets = Vec::new();
+    while !bytes.is_empty() {
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();
+        offsets.extend(set.records.iter().map(|r| r.offset));
+    }
+    offsets
+}
+
+/// Consumers never see records above the high watermark: a leader's
+/// appends that its in-sync follower has not fetched are read by the
+/// consumer only once the follower's fetch commits them, and a batch above
+/// the high watermark is left out whole; a coordinator loading its groups
+/// (`to_log_end`) reads to the log end.
+#[test]
+fn consumers_never_read_above_the_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_actor_on(dir.path()).await;
+        let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
+        let leader = leader_with_a_silent_follower(&log, "hw-reads", store, 60_000).await;
+        let append = |count| AppendRecords {
+            records: batch_v2(count, 10, Compression::None),
+            acks: Acks::Leader,
+        };
+        leader.addr.send(append(5)).await.unwrap().unwrap();
+        let consumer = || ReadRecords::committed(0, 1 << 20);
+        let read = leader.addr.send(consumer()).await.unwrap().unwrap();
+        assert_eq!(
+            (read.state.high_watermark, offsets_read(&read.read)),
+            (0, vec![]),
+            "nothing is committed before the follower fetches"
+        );
+        let loading = ReadRecords {
+            to_log_end: true,
+            ..consumer()
+        };
+        let read = leader.addr.send(loading).await.unwrap().unwrap();
+        assert_eq!(offsets_read(&read.read), (0..5).collect::<Vec<_>>());
+
+        leader
+            .addr
+            .send(ReplicaFetch {
+                replica_id: 1,
+                offset: 5,
+                max_bytes: 1 << 20,
+                current_leader_epoch: 1,
+                log_start_offset: 0,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        leader.addr.send(append(3)).await.unwrap().unwrap();
+        let read = leader.addr.send(consumer()).await.unwrap().unwrap();
+        assert_eq!(read.state.high_watermark, 5);
+        assert_eq!(
+            offsets_read(&read.read),
+            (0..5).collect::<Vec<_>>(),
+            "the batch at 5..8 is above the high watermark"
+        );
+        let read = leader
+            .addr
+            .send(ReadRecords::committed(5, 1 << 20))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets_read(&read.read), Vec::<i64>::new());
     });
 }
 
