@@ -344,6 +344,23 @@ fn durable_topics_acknowledge_after_a_shared_flush() {
     });
 }
 
+/// Follower 1 fetches from `offset` in `leader_epoch`, telling the leader
+/// its position (which may move the ISR and the high watermark).
+async fn follower_fetches(leader: &PartitionHandle, offset: i64, leader_epoch: i32) {
+    leader
+        .addr
+        .send(ReplicaFetch {
+            replica_id: 1,
+            offset,
+            max_bytes: 1 << 20,
+            current_leader_epoch: leader_epoch,
+            log_start_offset: 0,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+}
+
 /// A leader of `<topic>-0` with replicas [0, 1] and ISR [0, 1] on broker 0,
 /// whose follower (1) never fetches; its ISR lives in `store`'s partition
 /// state znode (at version `zk_version`, as the leader believes it), and it
@@ -732,18 +749,7 @@ fn an_isr_write_whose_reply_was_lost_counts_as_written() {
         // Not frozen: the follower catches up and is written back at
         // version 2, conditionally on the version read back (1).
         let offsets = leader.addr.send(GetState).await.unwrap();
-        leader
-            .addr
-            .send(ReplicaFetch {
-                replica_id: 1,
-                offset: offsets.log_end_offset,
-                max_bytes: 1 << 20,
-                current_leader_epoch: 1,
-                log_start_offset: 0,
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        follower_fetches(&leader, offsets.log_end_offset, 1).await;
         let (state, version) = state_znode_until(&store, &tp, |s, _| s.isr == vec![0, 1]).await;
         assert_eq!((state.isr, version), (vec![0, 1], 2));
     });
@@ -911,18 +917,7 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
             Err(LogActorError::Replication(ReplicationError::FencedLeaderEpoch { .. })) => {}
             other => panic!("expected FENCED_LEADER_EPOCH, got {other:?}"),
         }
-        leader
-            .addr
-            .send(ReplicaFetch {
-                replica_id: 1,
-                offset: 5,
-                max_bytes: 1 << 20,
-                current_leader_epoch: 2,
-                log_start_offset: 0,
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        follower_fetches(&leader, 5, 2).await;
         let consumer = leader.addr.send(offsets(2, false)).await.unwrap().unwrap();
         assert_eq!(consumer.high_watermark, 5);
     });
@@ -973,18 +968,7 @@ fn consumers_never_read_above_the_high_watermark() {
         let read = leader.addr.send(loading).await.unwrap().unwrap();
         assert_eq!(offsets_read(&read.read), (0..5).collect::<Vec<_>>());
 
-        leader
-            .addr
-            .send(ReplicaFetch {
-                replica_id: 1,
-                offset: 5,
-                max_bytes: 1 << 20,
-                current_leader_epoch: 1,
-                log_start_offset: 0,
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        follower_fetches(&leader, 5, 1).await;
         leader.addr.send(append(3)).await.unwrap().unwrap();
         let read = leader.addr.send(consumer()).await.unwrap().unwrap();
         assert_eq!(read.state.high_watermark, 5);

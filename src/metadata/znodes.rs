@@ -1095,25 +1095,30 @@ mod tests {
         assert_eq!(base64_url_no_pad(b"foobar"), "Zm9vYmFy");
     }
 
+    /// `future` to its end on a runtime of its own (the store is async).
+    fn run<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(future)
+    }
+
     /// ensure_paths creates every persistent path with its parents and is
     /// idempotent.
     #[test]
     fn ensure_paths_is_idempotent() {
         let store = EmbeddedStore::in_memory();
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime")
-            .block_on(async {
-                ensure_paths(store.as_ref()).await.expect("first");
-                ensure_paths(store.as_ref()).await.expect("second");
-                for path in persistent_paths() {
-                    assert!(store.get(path).await.expect("get").is_some(), "{path}");
-                }
-                assert_eq!(
-                    store.children("/config").await.expect("children"),
-                    ["brokers", "changes", "clients", "topics", "users"]
-                );
-            });
+        run(async {
+            ensure_paths(store.as_ref()).await.expect("first");
+            ensure_paths(store.as_ref()).await.expect("second");
+            for path in persistent_paths() {
+                assert!(store.get(path).await.expect("get").is_some(), "{path}");
+            }
+            assert_eq!(
+                store.children("/config").await.expect("children"),
+                ["brokers", "changes", "clients", "topics", "users"]
+            );
+        });
     }
 
     /// The first broker's id is kept; a later candidate reads it back
@@ -1121,17 +1126,14 @@ mod tests {
     #[test]
     fn the_first_cluster_id_written_is_the_one_kept() {
         let store = EmbeddedStore::in_memory();
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime")
-            .block_on(async {
-                let first = ClusterIdZNode::create_or_get(store.as_ref(), "first-id")
-                    .await
-                    .expect("created");
-                let second = ClusterIdZNode::create_or_get(store.as_ref(), "second-id")
-                    .await
-                    .expect("read back");
-                assert_eq!((first.as_str(), second.as_str()), ("first-id", "first-id"));
-            });
+        run(async {
+            let first = ClusterIdZNode::create_or_get(store.as_ref(), "first-id")
+                .await
+                .expect("created");
+            let second = ClusterIdZNode::create_or_get(store.as_ref(), "second-id")
+                .await
+                .expect("read back");
+            assert_eq!((first.as_str(), second.as_str()), ("first-id", "first-id"));
+        });
     }
 }
