@@ -7,8 +7,9 @@
 //! - read committed records (below the high watermark) of any partition,
 //!   or have them pushed to it in order by a `RecordSubscription`, which
 //!   resumes from the position the extension commits;
-//! - produce records into any topic through the same path and validation
-//!   as a client's produce (the partition actor, `max.message.bytes`, CRC);
+//! - produce records through a client's own path (`ProducePath`): the same
+//!   validation (`max.message.bytes`, CRC, internal topics refused), acks=all
+//!   with `min.insync.replicas`, into partitions this broker leads;
 //! - subscribe to broker events (`EventBus`);
 //! - commit and read its positions, stored as the committed offsets of the
 //!   consumer group `ferrolog.extension.<name>` in `__consumer_offsets`.
@@ -26,7 +27,9 @@ use crate::actors::consumer_group::{CommitOffsets, FetchOffsets};
 use crate::actors::controller::{ControllerError, CreateTopic};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
-use crate::actors::partition::{Acks, AppendRecords, GetState, PartitionRegistry, ReadRecords};
+use crate::actors::partition::{
+    GetState, PartitionRegistry, ProduceError, ProducePath, ReadRecords, RequiredAcks,
+};
 use crate::actors::pool::ActorPool;
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::clock::SharedClock;
@@ -104,6 +107,10 @@ impl ExtensionError {
     }
 }
 
+/// How long an extension's produce waits for the ISR: the Java producer's
+/// `request.timeout.ms` default.
+const EXTENSION_PRODUCE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A record an extension produces: key, value (None: a tombstone), headers.
 pub use crate::protocol::records::NewRecord as ProducedRecord;
 
@@ -140,6 +147,9 @@ pub struct CommittedRead {
 #[derive(Clone)]
 pub struct ExtensionContext {
     name: String,
+    /// The client's append path: an extension's produce takes the same
+    /// checks and acks as a client's.
+    produce_path: ProducePath,
     partitions: PartitionRegistry,
     metadata: MetadataCache,
     topics: Recipient<CreateTopic>,
@@ -173,7 +183,7 @@ const READ_MAX_BYTES: u64 = 1 << 20;
 
 impl ExtensionContext {
     pub(crate) fn new(
-        partitions: PartitionRegistry,
+        produce_path: ProducePath,
         metadata: MetadataCache,
         topics: Recipient<CreateTopic>,
         positions: PositionStore,
@@ -182,7 +192,8 @@ impl ExtensionContext {
     ) -> Self {
         ExtensionContext {
             name: String::new(),
-            partitions,
+            partitions: produce_path.partitions.clone(),
+            produce_path,
             metadata,
             topics,
             positions,
@@ -254,37 +265,37 @@ impl ExtensionContext {
         }
     }
 
-    /// Append `records` to `tp` as one batch, as a client's produce with
-    /// acks=all would; answers the first offset.
+    /// Append `records` to `tp` as one batch through a client's path
+    /// (`ProducePath`): acks=all with `min.insync.replicas`, internal topics
+    /// refused; answers the first offset once every ISR member has it. Only
+    /// the partition's leader takes it (NOT_LEADER_OR_FOLLOWER elsewhere).
     pub async fn produce(
         &self,
         tp: &TopicPartition,
         records: &[ProducedRecord],
     ) -> Result<i64, ExtensionError> {
-        let handle = self
-            .partitions
-            .get(tp)
-            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
         let batch = encode_batch(records, self.clock.now_ms())
             .map_err(|e| ExtensionError::Records(e.to_string()))?;
-        match handle
-            .addr
-            .send(AppendRecords {
-                records: batch,
-                acks: Acks::Leader,
-            })
-            .await
-        {
-            Ok(Ok((info, _))) => Ok(info.first_offset),
-            Ok(Err(e)) => Err(ExtensionError::Kafka {
+        let appended = self
+            .produce_path
+            .append(
+                tp.clone(),
+                Some(batch),
+                RequiredAcks::ALL,
+                EXTENSION_PRODUCE_TIMEOUT,
+            )
+            .await;
+        match appended {
+            Ok(produced) => Ok(produced.info.first_offset),
+            Err(ProduceError::NotServed { code, .. })
+                if code == ResponseError::UnknownTopicOrPartition.code() =>
+            {
+                Err(ExtensionError::UnknownPartition(tp.clone()))
+            }
+            Err(e) => Err(ExtensionError::Kafka {
                 what: "produce",
-                code: crate::api::error_code(&e),
+                code: e.code(),
                 message: e.to_string(),
-            }),
-            Err(_) => Err(ExtensionError::Kafka {
-                what: "produce",
-                code: ResponseError::NotLeaderOrFollower.code(),
-                message: "the partition actor restarted".into(),
             }),
         }
     }
@@ -320,7 +331,7 @@ impl ExtensionContext {
             .map_err(|_| ExtensionError::Stopped)?
             .map_err(|e| ExtensionError::Kafka {
                 what: "read",
-                code: crate::api::error_code(&e),
+                code: e.code(),
                 message: e.to_string(),
             })?;
         let bytes = match read.read.region {

@@ -529,7 +529,7 @@ impl Replicas {
                                 LogActorError::Replication(
                                     ReplicationError::FencedLeaderEpoch { .. },
                                 ) => ResponseError::StaleControllerEpoch.code(),
-                                e => crate::api::error_code(&e),
+                                e => e.code(),
                             };
                             codes.push((tp.partition, code));
                             continue;

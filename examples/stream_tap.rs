@@ -208,6 +208,14 @@ impl Handler<CommittedRecords> for TapActor {
             async move { broker.produce(&destination, &copies).await }
                 .into_actor(self)
                 .map(move |produced, actor, _ctx| {
+                    if let Err(e) = &produced {
+                        // The subscription redelivers from the committed
+                        // position; say why, once per attempt.
+                        log::warn!(
+                            "stream tap: copying into {}-{partition} failed: {e}",
+                            actor.destination
+                        );
+                    }
                     produced?;
                     actor.copied_up_to.insert(partition, last);
                     Ok(())

@@ -273,8 +273,13 @@ impl BrokerBuilder {
             },
             fatal,
         );
+        let produce_path = crate::actors::partition::ProducePath {
+            partitions: partitions.clone(),
+            metadata: cache.clone(),
+            dynamic: dynamic.clone(),
+        };
         let extension_context = ExtensionContext::new(
-            partitions.clone(),
+            produce_path.clone(),
             cache.clone(),
             controller.clone().recipient(),
             PositionStore::of(&groups),
@@ -296,6 +301,7 @@ impl BrokerBuilder {
             replica_manager: replica_manager.clone(),
             groups,
             partitions,
+            produce_path,
             metadata: cache,
             clock: clock.clone(),
             store: store.clone(),

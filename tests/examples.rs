@@ -222,6 +222,23 @@ impl EmbeddedBroker {
         }
     }
 
+    /// Wait (bounded) for a stderr line containing `needle`; answers it.
+    fn wait_for_line(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no line with {needle:?} within {timeout:?}"
+            );
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line with {needle:?}: {e}"),
+            }
+        }
+    }
+
     /// SIGKILL, as a crash.
     fn kill(&mut self) {
         let _ = self.child.kill();
@@ -501,6 +518,62 @@ fn stream_tap_copies_every_record_exactly_once_across_a_crash() {
     assert_eq!(keys.len(), total, "every source record copied");
     let (status, said) = broker.terminate();
     assert!(status.success(), "{said:?}");
+}
+
+/// An extension's produce takes a client's path, internal-topic check
+/// included: a tap pointed at `__consumer_offsets` is refused with
+/// INVALID_TOPIC_EXCEPTION (it used to write its copies there, in among
+/// the group coordinator's records), and no copy lands in the topic.
+#[test]
+fn an_extension_cannot_write_an_internal_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--source", "words", "--destination", "__consumer_offsets"];
+    let mut broker = EmbeddedBroker::start_example("stream_tap", dir.path(), &args);
+    // A committed offset makes the coordinator create __consumer_offsets
+    // before the tap can look for its destination.
+    commit_an_offset(&broker.address, "made-before-the-tap");
+    create_topic(&broker.address, "words", 3);
+    produce(&broker.address, "words", 3, 0..30, |i| format!("word-{i}"));
+    let refused = broker.wait_for_line("copying into __consumer_offsets-", Duration::from_secs(60));
+    assert!(
+        refused.contains("cannot append to internal topic"),
+        "refused for the wrong reason: {refused}"
+    );
+    let offsets_partitions = 50;
+    let copies: Vec<Consumed> =
+        consume_all(&broker.address, "__consumer_offsets", offsets_partitions, 1)
+            .into_iter()
+            .filter(|(_, _, _, headers)| {
+                headers
+                    .iter()
+                    .any(|(k, _)| k == "ferrolog.tap.source-offset")
+            })
+            .collect();
+    assert!(
+        copies.is_empty(),
+        "the tap wrote into __consumer_offsets: {copies:?}"
+    );
+    let (status, said) = broker.terminate();
+    assert!(status.success(), "{said:?}");
+}
+
+/// Commit offset 0 of `topic`-0 for group `group`, creating the topic.
+fn commit_an_offset(bootstrap: &str, group: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    create_topic(bootstrap, "committed", 1);
+    let consumer: BaseConsumer = client(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut list = rdkafka::TopicPartitionList::new();
+    list.add_partition_offset("committed", 0, rdkafka::Offset::Offset(0))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Err(e) = consumer.commit(&list, CommitMode::Sync) {
+        assert!(Instant::now() < deadline, "the commit never succeeded: {e}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Records in `topic` now (sum of high watermarks).

@@ -123,7 +123,7 @@ impl ControllerError {
             ControllerError::InvalidConfig(_) => E::InvalidConfig.code(),
             ControllerError::DeletionDisabled => E::TopicDeletionDisabled.code(),
             ControllerError::InvalidRequest(_) => E::InvalidRequest.code(),
-            ControllerError::Log(e) => crate::api::error_code(e),
+            ControllerError::Log(e) => e.code(),
             ControllerError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
             ControllerError::PolicyViolation(_) => E::PolicyViolation.code(),
             ControllerError::DynamicConfig(e) => e.code(),

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::sync::Semaphore;
+use kafka_protocol::error::ResponseError;
 
 use crate::clock::SharedClock;
 use crate::storage::log_dir::LogDir;
@@ -60,6 +61,22 @@ pub enum LogActorError {
     /// The partition actor's refusal (leadership, ISR, epochs).
     #[error(transparent)]
     Replication(#[from] crate::replication::ReplicationError),
+}
+
+impl LogActorError {
+    /// Kafka's error code for this error.
+    pub fn code(&self) -> i16 {
+        match self {
+            LogActorError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition.code(),
+            LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
+            LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
+            LogActorError::Log(e) => e.code(),
+            LogActorError::Replication(e) => e.code(),
+            LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
+                ResponseError::KafkaStorageError.code()
+            }
+        }
+    }
 }
 
 /// How the log actor runs; built from the broker config.

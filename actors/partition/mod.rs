@@ -55,12 +55,14 @@ use super::log::{
 use super::pool::ActorPool;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 
+mod append;
 mod fetch;
 mod isr;
 mod produce;
 mod queries;
 mod replica;
 
+pub use append::{ProduceError, ProducePath, RequiredAcks};
 pub use fetch::{PartitionRead, ReadRecords, ReplicaFetch};
 pub use produce::{Acks, AppendRecords};
 pub use queries::{

@@ -11,7 +11,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
-use super::{error_code, BrokerContext};
+use super::BrokerContext;
 use crate::actors::partition::DeleteRecordsBefore;
 use crate::topic_partition::TopicPartition;
 
@@ -38,7 +38,7 @@ pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> Delet
                     .await
                 {
                     Ok(Ok(low_watermark)) => result.with_low_watermark(low_watermark),
-                    Ok(Err(e)) => result.with_error_code(error_code(&e)),
+                    Ok(Err(e)) => result.with_error_code(e.code()),
                     Err(_) => result.with_error_code(ResponseError::NotLeaderOrFollower.code()),
                 }
             }

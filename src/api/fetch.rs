@@ -27,7 +27,7 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 use tokio::time::Instant;
 
-use super::{error_code, BrokerContext};
+use super::BrokerContext;
 use crate::actors::partition::{PartitionHandle, PartitionRead, ReadRecords, ReplicaFetch};
 use crate::config::ReplicaSelector;
 use crate::protocol::splice::placeholder;
@@ -214,7 +214,7 @@ async fn read_all(
             Ok(Ok(read)) => Ok(read),
             Ok(Err(e)) => {
                 log::debug!("fetch from {} at {} failed: {e}", w.tp, w.offset);
-                Err(error_code(&e))
+                Err(e.code())
             }
             Err(_) => Err(ResponseError::NotLeaderOrFollower.code()),
         }

@@ -12,7 +12,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::{error_code, BrokerContext};
+use super::BrokerContext;
 use crate::actors::partition::{LeaderOffsets, OffsetForTimestamp};
 use crate::topic_partition::TopicPartition;
 
@@ -45,7 +45,7 @@ pub async fn handle(
                 };
                 let state = match handle.addr.send(offsets).await {
                     Ok(Ok(state)) => state,
-                    Ok(Err(e)) => return response.with_error_code(error_code(&e)),
+                    Ok(Err(e)) => return response.with_error_code(e.code()),
                     Err(_) => {
                         return response.with_error_code(ResponseError::NotLeaderOrFollower.code())
                     }
@@ -61,7 +61,7 @@ pub async fn handle(
                     timestamp => match handle.addr.send(OffsetForTimestamp { timestamp }).await {
                         Ok(Ok(Some((offset, ts)))) => (offset, ts),
                         Ok(Ok(None)) => (-1, -1),
-                        Ok(Err(e)) => return response.with_error_code(error_code(&e)),
+                        Ok(Err(e)) => return response.with_error_code(e.code()),
                         Err(_) => {
                             return response
                                 .with_error_code(ResponseError::NotLeaderOrFollower.code())

@@ -46,14 +46,11 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use crate::actors::consumer_group::ConsumerGroup;
 use crate::actors::controller::Controller;
 use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
-use crate::actors::log::LogActorError;
 use crate::actors::partition::{PartitionHandle, PartitionRegistry};
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
 use crate::protocol::{encode_response, ProtocolError, Request, RequestFrame, ResponseFrame};
-use crate::storage::batch::BatchError;
-use crate::storage::producer_state::ProducerStateError;
-use crate::storage::{FileRegion, LogError};
+use crate::storage::FileRegion;
 use crate::topic_partition::TopicPartition;
 
 /// Everything a request handler may reach.
@@ -69,6 +66,8 @@ pub struct BrokerContext {
     pub replica_manager: Addr<crate::actors::replica_manager::ReplicaManager>,
     pub groups: Addr<GroupCoordinator>,
     pub partitions: PartitionRegistry,
+    /// The one append path, shared with extensions.
+    pub produce_path: crate::actors::partition::ProducePath,
     pub metadata: MetadataCache,
     pub clock: crate::clock::SharedClock,
     /// The metadata store (ZooKeeper or embedded): OffsetCommit/OffsetFetch
@@ -94,17 +93,7 @@ impl BrokerContext {
     /// (NOT_LEADER_OR_FOLLOWER, so clients refresh their metadata), without
     /// a leader (LEADER_NOT_AVAILABLE), or unknown.
     pub fn missing_partition(&self, tp: &TopicPartition) -> i16 {
-        let leader = self.metadata.read(|m| {
-            m.topics
-                .get(&tp.topic)
-                .and_then(|t| t.partitions.get(&tp.partition))
-                .map(|p| p.leader)
-        });
-        match leader {
-            Some(leader) if leader < 0 => ResponseError::LeaderNotAvailable.code(),
-            Some(_) => ResponseError::NotLeaderOrFollower.code(),
-            None => ResponseError::UnknownTopicOrPartition.code(),
-        }
+        self.produce_path.missing_partition(tp)
     }
 }
 
@@ -271,52 +260,3 @@ impl<R: Encodable + HeaderVersion> ErasedResponse for R {
     }
 }
 
-/// The Kafka error code for a log actor error.
-pub fn error_code(error: &LogActorError) -> i16 {
-    match error {
-        LogActorError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition.code(),
-        LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
-        LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
-        LogActorError::Log(e) => log_error_code(e),
-        LogActorError::Replication(e) => e.code(),
-        LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
-            ResponseError::KafkaStorageError.code()
-        }
-    }
-}
-
-fn log_error_code(error: &LogError) -> i16 {
-    match error {
-        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
-        LogError::InvalidBatch(BatchError::TooLarge { .. }) => {
-            ResponseError::MessageTooLarge.code()
-        }
-        LogError::InvalidBatch(BatchError::UnsupportedLegacyCompression { .. }) => {
-            ResponseError::UnsupportedCompressionType.code()
-        }
-        // Kafka's InvalidRecordException: well-formed entries whose
-        // records do not add up; damaged bytes stay CORRUPT_MESSAGE.
-        LogError::InvalidBatch(
-            BatchError::Empty
-            | BatchError::InvalidRecordCount { .. }
-            | BatchError::MissingKey { .. },
-        ) => ResponseError::InvalidRecord.code(),
-        LogError::InvalidBatch(BatchError::InvalidTimestamp { .. }) => {
-            ResponseError::InvalidTimestamp.code()
-        }
-        LogError::InvalidBatch(_) => ResponseError::CorruptMessage.code(),
-        LogError::NonMonotonicOffset { .. } => ResponseError::InvalidRequest.code(),
-        LogError::Producer(ProducerStateError::InvalidProducerEpoch { .. }) => {
-            ResponseError::InvalidProducerEpoch.code()
-        }
-        LogError::Producer(
-            ProducerStateError::OutOfOrderSequence { .. }
-            | ProducerStateError::InvalidSequenceForNewEpoch { .. },
-        ) => ResponseError::OutOfOrderSequenceNumber.code(),
-        LogError::InconsistentTopicId { .. } => ResponseError::InconsistentTopicId.code(),
-        LogError::Io { .. }
-        | LogError::Corrupt { .. }
-        | LogError::Checkpoint { .. }
-        | LogError::DirInUse { .. } => ResponseError::KafkaStorageError.code(),
-    }
-}

@@ -11,7 +11,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::{error_code, BrokerContext};
+use super::BrokerContext;
 use crate::actors::partition::EndOffsetForLeaderEpoch;
 use crate::storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use crate::topic_partition::TopicPartition;
@@ -51,7 +51,7 @@ pub async fn handle(
                     Ok(Ok((epoch, end_offset))) => {
                         answer.with_leader_epoch(epoch).with_end_offset(end_offset)
                     }
-                    Ok(Err(e)) => answer.with_error_code(error_code(&e)),
+                    Ok(Err(e)) => answer.with_error_code(e.code()),
                     Err(_) => answer.with_error_code(ResponseError::NotLeaderOrFollower.code()),
                 }
             }

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -21,10 +20,9 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
 use super::create_topics::auto_create_topic;
-use super::{error_code, BrokerContext};
+use super::BrokerContext;
 use crate::actors::log::LogActorError;
-use crate::actors::partition::{Acks, AppendRecords};
-use crate::cluster::is_internal_topic;
+use crate::actors::partition::{ProduceError, RequiredAcks};
 use crate::storage::batch::BatchError;
 use crate::storage::LogError;
 use crate::topic_partition::TopicPartition;
@@ -138,7 +136,6 @@ pub async fn handle(
                 log::debug!("produce to {name}: auto-creation failed: {e}");
             }
         }
-        let internal = is_internal_topic(&name);
         let mut partitions: Vec<PartitionAppend> = Vec::with_capacity(topic.partition_data.len());
         for partition in topic.partition_data {
             let tp = TopicPartition::new(name.clone(), partition.index);
@@ -147,57 +144,30 @@ pub async fn handle(
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
-            let fail =
-                |response: PartitionProduceResponse, error: ResponseError| -> PartitionAppend {
-                    Box::pin(std::future::ready(response.with_error_code(error.code())))
-                };
-            if !matches!(acks, -1..=1) {
-                partitions.push(fail(response, ResponseError::InvalidRequiredAcks));
-                continue;
-            }
-            if internal {
-                // Kafka: "Cannot append to internal topic".
-                partitions.push(fail(response, ResponseError::InvalidTopicException));
-                continue;
-            }
-            let Some(records) = partition.records.filter(|r| !r.is_empty()) else {
-                partitions.push(fail(response, ResponseError::CorruptMessage));
-                continue;
-            };
-            let Some(handle) = ctx.partition(&tp) else {
-                let code = ctx.missing_partition(&tp);
-                partitions.push(Box::pin(std::future::ready(response.with_error_code(code))));
-                continue;
-            };
-            // The leader checks the ISR against min.insync.replicas: its
-            // own view is the one acks=all waits on.
-            let required = if acks == -1 {
-                Acks::All {
-                    min_insync_replicas: min_insync_replicas(ctx, &tp),
-                    timeout: Duration::from_millis(timeout_ms),
-                }
-            } else {
-                Acks::Leader
-            };
-            // Enqueued now (a fresh `Addr` clone never parks the sender).
-            let append = handle.addr.send(AppendRecords {
-                records,
-                acks: required,
-            });
+            // Enqueued now, in request order; awaited after the turn passes.
+            let append = ctx.produce_path.append(
+                                tp.clone(),
+                partition.records,
+                RequiredAcks(acks),
+                Duration::from_millis(timeout_ms),
+            );
             partitions.push(Box::pin(async move {
                 match append.await {
-                    Ok(Ok((info, log_start_offset))) => response
-                        .with_base_offset(info.first_offset)
-                        .with_log_append_time_ms(info.log_append_time.unwrap_or(-1))
-                        .with_log_start_offset(log_start_offset),
-                    Ok(Err(e)) => {
+                    Ok(produced) => response
+                        .with_base_offset(produced.info.first_offset)
+                        .with_log_append_time_ms(produced.info.log_append_time.unwrap_or(-1))
+                        .with_log_start_offset(produced.log_start_offset),
+                    Err(e) => {
                         log::debug!("produce to {tp} failed: {e}");
+                        // Kafka says why only when the log refused the
+                        // records; routing errors carry just the code.
+                        let message = matches!(e, ProduceError::Partition(_))
+                            .then(|| StrBytes::from_string(e.to_string()));
                         response
-                            .with_error_code(error_code(&e))
+                            .with_error_code(e.code())
                             .with_record_errors(record_errors(&e))
-                            .with_error_message(Some(StrBytes::from_string(e.to_string())))
+                            .with_error_message(message)
                     }
-                    Err(_) => response.with_error_code(ResponseError::NotLeaderOrFollower.code()),
                 }
             }));
         }
@@ -240,27 +210,14 @@ pub enum ProduceOutcome {
     CloseConnection(String),
 }
 
-/// acks=all needs at least `min.insync.replicas` in the ISR (topic config,
-/// else the broker's), or the produce fails with NOT_ENOUGH_REPLICAS.
-fn min_insync_replicas(ctx: &BrokerContext, tp: &TopicPartition) -> usize {
-    let broker_default = ctx.dynamic.current().min_insync_replicas.max(1) as usize;
-    ctx.metadata.read(|m| {
-        m.topics
-            .get(&tp.topic)
-            .and_then(|topic| topic.configs.get("min.insync.replicas"))
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(broker_default)
-    })
-}
-
 /// Produce v8's `record_errors`: which record of the batch a per-record
 /// validation refused (Kafka's RecordValidationException), else none.
-fn record_errors(error: &LogActorError) -> Vec<BatchIndexAndErrorMessage> {
+fn record_errors(error: &ProduceError) -> Vec<BatchIndexAndErrorMessage> {
     match error {
-        LogActorError::Log(LogError::InvalidBatch(
+        ProduceError::Partition(LogActorError::Log(LogError::InvalidBatch(
             e @ (BatchError::InvalidTimestamp { record_index, .. }
             | BatchError::MissingKey { record_index }),
-        )) => vec![BatchIndexAndErrorMessage::default()
+        ))) => vec![BatchIndexAndErrorMessage::default()
             .with_batch_index(*record_index as i32)
             .with_batch_index_error_message(Some(StrBytes::from_string(e.to_string())))],
         _ => Vec::new(),

@@ -4,7 +4,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use kafka_protocol::error::ResponseError;
+
 use super::batch::BatchError;
+use super::producer_state::ProducerStateError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -57,5 +60,43 @@ impl LogError {
     /// corruption errors take it offline; bad input from a client does not.
     pub fn is_fatal_for_partition(&self) -> bool {
         matches!(self, LogError::Io { .. } | LogError::Corrupt { .. })
+    }
+
+    /// Kafka's error code for this error (one per kind; disk faults are
+    /// KAFKA_STORAGE_ERROR).
+    pub fn code(&self) -> i16 {
+        match self {
+            LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+            LogError::InvalidBatch(BatchError::TooLarge { .. }) => {
+                ResponseError::MessageTooLarge.code()
+            }
+            LogError::InvalidBatch(BatchError::UnsupportedLegacyCompression { .. }) => {
+                ResponseError::UnsupportedCompressionType.code()
+            }
+            // Kafka's InvalidRecordException: well-formed entries whose
+            // records do not add up; damaged bytes stay CORRUPT_MESSAGE.
+            LogError::InvalidBatch(
+                BatchError::Empty
+                | BatchError::InvalidRecordCount { .. }
+                | BatchError::MissingKey { .. },
+            ) => ResponseError::InvalidRecord.code(),
+            LogError::InvalidBatch(BatchError::InvalidTimestamp { .. }) => {
+                ResponseError::InvalidTimestamp.code()
+            }
+            LogError::InvalidBatch(_) => ResponseError::CorruptMessage.code(),
+            LogError::NonMonotonicOffset { .. } => ResponseError::InvalidRequest.code(),
+            LogError::Producer(ProducerStateError::InvalidProducerEpoch { .. }) => {
+                ResponseError::InvalidProducerEpoch.code()
+            }
+            LogError::Producer(
+                ProducerStateError::OutOfOrderSequence { .. }
+                | ProducerStateError::InvalidSequenceForNewEpoch { .. },
+            ) => ResponseError::OutOfOrderSequenceNumber.code(),
+            LogError::InconsistentTopicId { .. } => ResponseError::InconsistentTopicId.code(),
+            LogError::Io { .. }
+            | LogError::Corrupt { .. }
+            | LogError::Checkpoint { .. }
+            | LogError::DirInUse { .. } => ResponseError::KafkaStorageError.code(),
+        }
     }
 }

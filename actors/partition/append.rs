@@ -1,0 +1,166 @@
+//! The one way a producer's records enter a partition (Kafka's
+//! `ReplicaManager.appendRecords`): a client's Produce and an extension's
+//! `ExtensionContext::produce` both call `ProducePath::append`, so both get
+//! the same checks (required acks, internal topics, empty records, a
+//! partition this broker leads), the same `min.insync.replicas` and the same
+//! acks; security, quotas and transactions add their check here once.
+//! Internal topics are always refused here: their coordinators append to
+//! their own partitions directly.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use kafka_protocol::error::ResponseError;
+
+use super::*;
+use crate::cluster::{is_internal_topic, MetadataCache};
+use crate::config::dynamic::DynamicBrokerConfig;
+
+/// A produce's `acks`, as the wire says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequiredAcks(pub i16);
+
+impl RequiredAcks {
+    pub const ALL: RequiredAcks = RequiredAcks(-1);
+}
+
+/// A partition's append, answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Produced {
+    pub info: AppendInfo,
+    /// The partition's log start offset after the append.
+    pub log_start_offset: i64,
+}
+
+/// Why a partition's append was refused, each with Kafka's code.
+#[derive(Debug, thiserror::Error)]
+pub enum ProduceError {
+    /// acks other than -1, 0 or 1 (INVALID_REQUIRED_ACKS).
+    #[error("acks={0} is not -1, 0 or 1")]
+    InvalidRequiredAcks(i16),
+    /// Kafka: "Cannot append to internal topic" (INVALID_TOPIC_EXCEPTION).
+    #[error("cannot append to internal topic {0}")]
+    InternalTopic(String),
+    /// No records, or none at all (CORRUPT_MESSAGE).
+    #[error("the produce carries no records")]
+    NoRecords,
+    /// This broker does not lead the partition: the code says whether it is
+    /// led elsewhere, leaderless, or unknown.
+    #[error("this broker does not serve {tp} (error {code})")]
+    NotServed { tp: TopicPartition, code: i16 },
+    /// The partition actor refused or failed the append.
+    #[error(transparent)]
+    Partition(#[from] LogActorError),
+    /// The partition actor stopped (a restart or a leadership move) before
+    /// it answered (NOT_LEADER_OR_FOLLOWER: the client retries).
+    #[error("the partition actor stopped before answering")]
+    PartitionStopped,
+}
+
+impl ProduceError {
+    pub fn code(&self) -> i16 {
+        match self {
+            ProduceError::InvalidRequiredAcks(_) => ResponseError::InvalidRequiredAcks.code(),
+            ProduceError::InternalTopic(_) => ResponseError::InvalidTopicException.code(),
+            ProduceError::NoRecords => ResponseError::CorruptMessage.code(),
+            ProduceError::NotServed { code, .. } => *code,
+            ProduceError::Partition(e) => e.code(),
+            ProduceError::PartitionStopped => ResponseError::NotLeaderOrFollower.code(),
+        }
+    }
+}
+
+/// An append enqueued at its partition actor, not yet answered.
+pub type PendingAppend = Pin<Box<dyn Future<Output = Result<Produced, ProduceError>>>>;
+
+/// What an append needs to find its partition and its rules.
+#[derive(Clone)]
+pub struct ProducePath {
+    pub partitions: PartitionRegistry,
+    pub metadata: MetadataCache,
+    pub dynamic: DynamicBrokerConfig,
+}
+
+impl ProducePath {
+    /// Check and enqueue `records` for `tp`. The append is at its partition
+    /// actor when this returns (a fresh `Addr` clone never parks the
+    /// sender), so appends called in order reach the log in that order; the
+    /// future only waits for the answer.
+    pub fn append(
+        &self,
+        tp: TopicPartition,
+        records: Option<Bytes>,
+        acks: RequiredAcks,
+        timeout: Duration,
+    ) -> PendingAppend {
+        let refused = |e: ProduceError| -> PendingAppend { Box::pin(std::future::ready(Err(e))) };
+        if !matches!(acks.0, -1..=1) {
+            return refused(ProduceError::InvalidRequiredAcks(acks.0));
+        }
+        if is_internal_topic(&tp.topic) {
+            return refused(ProduceError::InternalTopic(tp.topic));
+        }
+        let Some(records) = records.filter(|r| !r.is_empty()) else {
+            return refused(ProduceError::NoRecords);
+        };
+        let Some(handle) = self.partitions.get(&tp) else {
+            let code = self.missing_partition(&tp);
+            return refused(ProduceError::NotServed { tp, code });
+        };
+        // The leader checks its own ISR against min.insync.replicas: its
+        // view is the one acks=all waits on.
+        let required = if acks == RequiredAcks::ALL {
+            Acks::All {
+                min_insync_replicas: self.min_insync_replicas(&tp),
+                timeout,
+            }
+        } else {
+            Acks::Leader
+        };
+        let append = handle.addr.send(AppendRecords {
+            records,
+            acks: required,
+        });
+        Box::pin(async move {
+            match append.await {
+                Ok(Ok((info, log_start_offset))) => Ok(Produced {
+                    info,
+                    log_start_offset,
+                }),
+                Ok(Err(e)) => Err(ProduceError::Partition(e)),
+                Err(_) => Err(ProduceError::PartitionStopped),
+            }
+        })
+    }
+
+    /// The error for a partition this broker does not serve: led elsewhere
+    /// (NOT_LEADER_OR_FOLLOWER, so clients refresh their metadata), without
+    /// a leader (LEADER_NOT_AVAILABLE), or unknown.
+    pub fn missing_partition(&self, tp: &TopicPartition) -> i16 {
+        let leader = self.metadata.read(|m| {
+            m.topics
+                .get(&tp.topic)
+                .and_then(|t| t.partitions.get(&tp.partition))
+                .map(|p| p.leader)
+        });
+        match leader {
+            Some(leader) if leader < 0 => ResponseError::LeaderNotAvailable.code(),
+            Some(_) => ResponseError::NotLeaderOrFollower.code(),
+            None => ResponseError::UnknownTopicOrPartition.code(),
+        }
+    }
+
+    /// acks=all needs at least `min.insync.replicas` in the ISR (topic
+    /// config, else the broker's), or the produce fails with
+    /// NOT_ENOUGH_REPLICAS.
+    fn min_insync_replicas(&self, tp: &TopicPartition) -> usize {
+        let broker_default = self.dynamic.current().min_insync_replicas.max(1) as usize;
+        self.metadata.read(|m| {
+            m.topics
+                .get(&tp.topic)
+                .and_then(|topic| topic.configs.get("min.insync.replicas"))
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(broker_default)
+        })
+    }
+}
