@@ -399,8 +399,56 @@ async fn run_round(
     work: RoundWork,
 ) -> Vec<(TopicPartition, i32, Outcome)> {
     let mut outcomes = Vec::new();
-    for (tp, handle, leader_epoch) in work.truncate {
-        let outcome = match truncate(client, config, &tp, &handle, leader_epoch).await {
+    if !work.truncate.is_empty() {
+        outcomes.extend(truncate_all(client, config, work.truncate).await);
+    }
+    if !work.fetch.is_empty() {
+        outcomes.extend(fetch(client, config, work.fetch).await);
+    }
+    outcomes
+}
+
+/// Every truncating partition's first question in one OffsetForLeaderEpoch
+/// request, as Kafka's `fetchEpochEndOffsets` asks it: after a leader dies
+/// its successor gains a third of the partitions at once, and one round
+/// trip each would delay the first acks=all acknowledgement by as many.
+async fn truncate_all(
+    client: &mut BrokerClient,
+    config: &ReplicaFetcherConfig,
+    work: Vec<(TopicPartition, PartitionHandle, i32)>,
+) -> Vec<(TopicPartition, i32, Outcome)> {
+    let mut outcomes = Vec::with_capacity(work.len());
+    let mut asking = Vec::with_capacity(work.len());
+    for (tp, handle, leader_epoch) in work {
+        match ask(&handle, LocalLogOffsets).await {
+            Ok(local) => asking.push((tp, handle, leader_epoch, local)),
+            Err(reason) => {
+                log::warn!("replica {tp}: finding the divergence point failed: {reason}");
+                outcomes.push((tp, leader_epoch, Outcome::Backoff));
+            }
+        }
+    }
+    let questions: Vec<EpochQuestion> = asking
+        .iter()
+        .filter(|(_, _, _, local)| local.latest_leader_epoch != UNDEFINED_EPOCH)
+        .map(|(tp, _, leader_epoch, local)| EpochQuestion {
+            tp: tp.clone(),
+            current_leader_epoch: *leader_epoch,
+            epoch: local.latest_leader_epoch,
+        })
+        .collect();
+    let mut answers = match leader_end_offsets(client, config, &questions).await {
+        Ok(answers) => answers,
+        Err(reason) => {
+            // The whole request failed: each partition asks on its own.
+            log::debug!("replica fetcher: OffsetForLeaderEpoch for the round failed: {reason}");
+            HashMap::new()
+        }
+    };
+    for (tp, handle, leader_epoch, local) in asking {
+        let first = answers.remove(&tp);
+        let outcome = match truncate(client, config, &tp, &handle, leader_epoch, local, first).await
+        {
             Ok(offset) => Outcome::FetchFrom(offset, None),
             Err(reason) => {
                 log::warn!("replica {tp}: finding the divergence point failed: {reason}");
@@ -409,23 +457,23 @@ async fn run_round(
         };
         outcomes.push((tp, leader_epoch, outcome));
     }
-    if !work.fetch.is_empty() {
-        outcomes.extend(fetch(client, config, work.fetch).await);
-    }
     outcomes
 }
 
 /// KIP-279: ask the leader where our latest epoch ends, step back to an
 /// older epoch while the two disagree, then cut the log there. Answers the
 /// offset to fetch from.
+/// `first` is the leader's answer for the latest local epoch when the
+/// round's batched request brought one.
 async fn truncate(
     client: &mut BrokerClient,
     config: &ReplicaFetcherConfig,
     tp: &TopicPartition,
     handle: &PartitionHandle,
     leader_epoch: i32,
+    local: LogOffsets,
+    mut first: Option<Result<(i32, i64), FollowerError>>,
 ) -> Result<i64, FollowerError> {
-    let local = ask(handle, LocalLogOffsets).await?;
     let mut epoch = local.latest_leader_epoch;
     let mut cut = None;
     for _ in 0..TRUNCATION_ROUNDS {
@@ -434,8 +482,10 @@ async fn truncate(
             cut = Some(local.high_watermark);
             break;
         }
-        let (leader_end_epoch, leader_end_offset) =
-            leader_end_offset(client, config, tp, leader_epoch, epoch).await?;
+        let (leader_end_epoch, leader_end_offset) = match first.take() {
+            Some(answer) => answer?,
+            None => leader_end_offset(client, config, tp, leader_epoch, epoch).await?,
+        };
         if leader_end_offset == UNDEFINED_EPOCH_OFFSET {
             cut = Some(local.high_watermark);
             break;
@@ -515,21 +565,44 @@ where
     }
 }
 
-async fn leader_end_offset(
-    client: &mut BrokerClient,
-    config: &ReplicaFetcherConfig,
-    tp: &TopicPartition,
+/// One partition's question in a batched OffsetForLeaderEpoch.
+struct EpochQuestion {
+    tp: TopicPartition,
     current_leader_epoch: i32,
     epoch: i32,
-) -> Result<(i32, i64), FollowerError> {
+}
+
+/// The leader's (epoch, end offset) for each question, or its error for
+/// that partition; a partition it left out is missing from the map.
+async fn leader_end_offsets(
+    client: &mut BrokerClient,
+    config: &ReplicaFetcherConfig,
+    questions: &[EpochQuestion],
+) -> Result<HashMap<TopicPartition, Result<(i32, i64), FollowerError>>, FollowerError> {
+    if questions.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut topics: BTreeMap<&str, Vec<OffsetForLeaderPartition>> = BTreeMap::new();
+    for question in questions {
+        topics.entry(&question.tp.topic).or_default().push(
+            OffsetForLeaderPartition::default()
+                .with_partition(question.tp.partition)
+                .with_current_leader_epoch(question.current_leader_epoch)
+                .with_leader_epoch(question.epoch),
+        );
+    }
     let request = OffsetForLeaderEpochRequest::default()
         .with_replica_id(BrokerId(config.broker_id))
-        .with_topics(vec![OffsetForLeaderTopic::default()
-            .with_topic(topic_name(&tp.topic))
-            .with_partitions(vec![OffsetForLeaderPartition::default()
-                .with_partition(tp.partition)
-                .with_current_leader_epoch(current_leader_epoch)
-                .with_leader_epoch(epoch)])]);
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(name, partitions)| {
+                    OffsetForLeaderTopic::default()
+                        .with_topic(topic_name(name))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        );
     let response: OffsetForLeaderEpochResponse = client
         .call(
             ApiKey::OffsetForLeaderEpoch,
@@ -537,12 +610,38 @@ async fn leader_end_offset(
             &request,
         )
         .await?;
-    let answer = partition_answer(
-        response.topics.iter().flat_map(|t| t.partitions.iter()),
-        |p| p.partition == tp.partition,
-        |p| p.error_code,
-    )?;
-    Ok((answer.leader_epoch, answer.end_offset))
+    let mut answers = HashMap::new();
+    for topic in response.topics {
+        for p in topic.partitions {
+            let answer = match p.error_code {
+                0 => Ok((p.leader_epoch, p.end_offset)),
+                code => Err(FollowerError::LeaderError(code)),
+            };
+            answers.insert(
+                TopicPartition::new(topic.topic.0.to_string(), p.partition),
+                answer,
+            );
+        }
+    }
+    Ok(answers)
+}
+
+async fn leader_end_offset(
+    client: &mut BrokerClient,
+    config: &ReplicaFetcherConfig,
+    tp: &TopicPartition,
+    current_leader_epoch: i32,
+    epoch: i32,
+) -> Result<(i32, i64), FollowerError> {
+    let question = EpochQuestion {
+        tp: tp.clone(),
+        current_leader_epoch,
+        epoch,
+    };
+    leader_end_offsets(client, config, std::slice::from_ref(&question))
+        .await?
+        .remove(tp)
+        .unwrap_or(Err(FollowerError::NoAnswer))
 }
 
 /// The leader answered OFFSET_OUT_OF_RANGE (Kafka's

@@ -402,6 +402,21 @@ fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Durati
     rdkafka::producer::Producer::flush(&producer, Duration::from_secs(60))
         .expect("every new leader acknowledged");
     let serving = died.elapsed();
+    // What the survivors' fetchers met on the way (a backoff after each
+    // refusal is replica.fetch.backoff.ms): the lines explain the figure.
+    for (broker, process) in cluster.brokers.iter_mut() {
+        let lines = process.log_lines();
+        let complaints: Vec<&String> = lines
+            .iter()
+            .filter(|l| {
+                l.contains("replica ") && (l.contains("failed") || l.contains("answered error"))
+            })
+            .collect();
+        println!("broker {broker}: {} fetcher complaints", complaints.len());
+        for line in complaints.iter().rev().take(8) {
+            println!("  {line}");
+        }
+    }
 
     cluster.start_broker(victim);
     wait_until_true("a full ISR again", || in_sync(cluster));
