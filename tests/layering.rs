@@ -1,0 +1,146 @@
+//! The layering rules ARCHITECTURE.md states, read off the source so that
+//! breaking one fails a test:
+//!
+//! - the pure layers (`src/storage`, `src/protocol`, `src/metadata`,
+//!   `src/cluster.rs`, `src/config`, `src/group`, `src/replication.rs`,
+//!   `src/controller`) know nothing of actix: they are plain Rust, unit
+//!   tested without a runtime;
+//! - among the actors only the log actor and its shards touch files
+//!   (`std::fs`): every data file goes through them;
+//! - request handlers in `src/api` reach the metadata store only for
+//!   OffsetCommit/OffsetFetch v0 (`zookeeper_offsets.rs`; `mod.rs` holds the
+//!   context field it reads).
+//!
+//! Comments are not code: a line whose text starts with `//` is skipped.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `path` (or `path` itself).
+fn rust_files(path: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("a readable directory") {
+                pending.push(entry.expect("a directory entry").path());
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `(file, line number, line)` of each code line under `paths` that
+/// contains any of `needles`.
+fn code_lines_containing(paths: &[PathBuf], needles: &[&str]) -> Vec<String> {
+    let mut hits = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            if needles.iter().any(|needle| line.contains(needle)) {
+                hits.push(format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    hits
+}
+
+/// Each rule is checked on a planted violation first, so a rule that
+/// could never fire (a wrong path, a needle that never matches) fails.
+fn assert_rule_fires(needles: &[&str], planted: &str) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("planted.rs");
+    std::fs::write(&file, format!("// {planted}\n{planted}\n")).expect("written");
+    let hits = code_lines_containing(&[file], needles);
+    assert_eq!(
+        hits.len(),
+        1,
+        "the rule {needles:?} misses the planted line {planted:?} (or counts its comment)"
+    );
+}
+
+#[test]
+fn the_pure_layers_know_nothing_of_actix() {
+    let needles = ["actix"];
+    assert_rule_fires(&needles, "use actix::prelude::*;");
+    let src = root().join("src");
+    let layers: Vec<PathBuf> = [
+        "storage",
+        "protocol",
+        "metadata",
+        "cluster.rs",
+        "config",
+        "group",
+        "replication.rs",
+        "controller",
+    ]
+    .iter()
+    .map(|layer| src.join(layer))
+    .inspect(|path| assert!(path.exists(), "{} is gone: update the rule", path.display()))
+    .flat_map(|path| rust_files(&path))
+    .collect();
+    assert!(layers.len() >= 20, "only {} files read", layers.len());
+    let hits = code_lines_containing(&layers, &needles);
+    assert!(
+        hits.is_empty(),
+        "actix in a pure layer:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn only_the_log_actor_touches_files_among_the_actors() {
+    let needles = ["std::fs", "fs::File", "fs::read", "fs::write", "fs::remove"];
+    assert_rule_fires(&needles, "let f = std::fs::File::open(path);");
+    let actors = root().join("actors");
+    let log_actor = actors.join("log");
+    assert!(log_actor.is_dir(), "actors/log is gone: update the rule");
+    let files: Vec<PathBuf> = rust_files(&actors)
+        .into_iter()
+        .filter(|path| !path.starts_with(&log_actor))
+        .collect();
+    assert!(files.len() >= 20, "only {} files read", files.len());
+    let hits = code_lines_containing(&files, &needles);
+    assert!(
+        hits.is_empty(),
+        "an actor outside the log actor touches files:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn request_handlers_reach_the_metadata_store_only_for_v0_offsets() {
+    let needles = ["MetadataStore", "ctx.store", "context.store"];
+    assert_rule_fires(&needles, "let znode = ctx.store.get(path);");
+    let api = root().join("src").join("api");
+    let allowed = [api.join("zookeeper_offsets.rs"), api.join("mod.rs")];
+    assert!(
+        allowed[0].exists(),
+        "zookeeper_offsets.rs is gone: update the rule"
+    );
+    let files: Vec<PathBuf> = rust_files(&api)
+        .into_iter()
+        .filter(|path| !allowed.contains(path))
+        .collect();
+    assert!(files.len() >= 20, "only {} files read", files.len());
+    let hits = code_lines_containing(&files, &needles);
+    assert!(
+        hits.is_empty(),
+        "a handler uses the metadata store:\n{}",
+        hits.join("\n")
+    );
+}
