@@ -2,7 +2,11 @@
 //! starts one `Connection` actor per client, spread round robin over the
 //! network arbiters (`num.network.threads` threads).
 //!
-//! It never reads from a client socket itself.
+//! It never reads from a client socket itself. It runs under `supervise`:
+//! a panic in the accept loop costs the connection being accepted, and the
+//! restarted acceptor listens again on the same socket (it keeps the
+//! listener and the open-connection count); past its budget the broker
+//! shuts down, as it cannot serve without it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,26 +16,48 @@ use actix::prelude::*;
 use tokio::net::TcpListener;
 
 use super::connection::Connection;
+use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use crate::api::BrokerContext;
 
 pub struct Acceptor {
-    listener: Option<TcpListener>,
+    /// Shared with the accept loop, which a restart spawns again.
+    listener: Arc<TcpListener>,
     ctx: Arc<BrokerContext>,
     arbiters: Vec<ArbiterHandle>,
     open_connections: Arc<AtomicUsize>,
+    link: SupervisorLink,
 }
 
 impl Acceptor {
-    pub fn new(
+    /// Starts accepting on `listener` under supervision.
+    pub fn start(
         listener: TcpListener,
         ctx: Arc<BrokerContext>,
         arbiters: Vec<ArbiterHandle>,
-    ) -> Self {
-        Acceptor {
-            listener: Some(listener),
+        fatal: BrokerFatal,
+    ) -> Addr<Acceptor> {
+        let link = SupervisorLink::default();
+        let acceptor = Acceptor {
+            listener: Arc::new(listener),
             ctx,
             arbiters,
             open_connections: Arc::new(AtomicUsize::new(0)),
+            link: link.clone(),
+        };
+        supervise(
+            None,
+            ChildSpec::new("the acceptor", Escalation::ShutdownBroker(fatal)),
+            link,
+            move |_| acceptor,
+        )
+    }
+}
+
+impl actix::Supervised for Acceptor {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        match self.listener.local_addr() {
+            Ok(address) => log::warn!("the acceptor restarts and listens again on {address}"),
+            Err(_) => log::warn!("the acceptor restarts and listens again"),
         }
     }
 }
@@ -40,9 +66,7 @@ impl Actor for Acceptor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let Some(listener) = self.listener.take() else {
-            return;
-        };
+        let listener = self.listener.clone();
         let broker = self.ctx.clone();
         let arbiters = self.arbiters.clone();
         let open = self.open_connections.clone();
@@ -59,6 +83,7 @@ impl Actor for Acceptor {
                         continue;
                     }
                 };
+                fail::fail_point!("acceptor.accepted");
                 // Read at each connection: `max.connections` is dynamic.
                 let max_connections = broker.dynamic.current().max_connections.max(1);
                 if open.load(Ordering::SeqCst) >= max_connections {
@@ -135,6 +160,9 @@ impl Handler<StopAccepting> for Acceptor {
     type Result = ();
 
     fn handle(&mut self, _msg: StopAccepting, ctx: &mut Context<Self>) {
+        // A deliberate stop: the supervisor leaves it stopped, and the
+        // listener closes with the actor.
+        self.link.stop();
         ctx.stop();
     }
 }

@@ -552,7 +552,6 @@ impl Actor for ConsumerGroup {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(1024);
         // A restart cleared the old timer with the rest of the context.
         self.timer = None;
         self.reschedule(ctx);

@@ -21,6 +21,7 @@ use kafka_protocol::messages::{
     UpdateMetadataRequest, UpdateMetadataResponse,
 };
 
+use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::net::client::{BrokerClient, ClientError};
 
 /// Versions the controller speaks (Kafka 2.8+ ZooKeeper mode: topic ids).
@@ -72,10 +73,18 @@ pub struct Deliver(pub ControlRequest);
 
 pub struct ControllerChannel {
     broker_id: i32,
+    address: String,
+    controller_id: i32,
     /// Taken by the request in flight and given back with its answer.
     client: Option<BrokerClient>,
+    /// The request being delivered: after a panic the restarted channel
+    /// delivers it again before the ones queued behind it, so the broker
+    /// still sees every request, in order, as Kafka's RequestSendThread
+    /// retries the request it holds.
+    in_flight: Option<ControlRequest>,
     /// False once the controller dropped the channel's handle.
     open: Arc<AtomicBool>,
+    link: SupervisorLink,
 }
 
 /// The controller's hold on a channel: the address to send to, and the
@@ -84,69 +93,139 @@ pub struct ControllerChannel {
 pub struct ChannelHandle {
     pub addr: Addr<ControllerChannel>,
     open: Arc<AtomicBool>,
+    link: SupervisorLink,
 }
 
 impl Drop for ChannelHandle {
     fn drop(&mut self) {
         self.open.store(false, Ordering::SeqCst);
+        // The channel stops once its queue drains: on purpose, so its
+        // supervisor leaves it stopped.
+        self.link.stop();
     }
 }
 
+fn client_for(address: &str, controller_id: i32) -> BrokerClient {
+    BrokerClient::new(
+        address.to_owned(),
+        format!("controller-{controller_id}"),
+        IO_TIMEOUT,
+        MAX_RESPONSE_BYTES,
+    )
+}
+
 impl ControllerChannel {
-    /// Starts the channel to `broker_id` at `address`.
+    /// Starts the channel to `broker_id` at `address`, supervised: a panic
+    /// restarts it with a new connection (past its budget it refuses every
+    /// request, and the controller logs each refusal).
     pub fn start(broker_id: i32, address: String, controller_id: i32) -> ChannelHandle {
         let open = Arc::new(AtomicBool::new(true));
+        let link = SupervisorLink::default();
         let channel = ControllerChannel {
             broker_id,
-            client: Some(BrokerClient::new(
-                address,
-                format!("controller-{controller_id}"),
-                IO_TIMEOUT,
-                MAX_RESPONSE_BYTES,
-            )),
+            client: Some(client_for(&address, controller_id)),
+            address,
+            controller_id,
+            in_flight: None,
             open: open.clone(),
+            link: link.clone(),
         };
+        let spec = ChildSpec::new(
+            format!("the controller channel to broker {broker_id}"),
+            Escalation::Degrade,
+        );
         ChannelHandle {
-            addr: channel.start(),
+            addr: supervise(None, spec, link.clone(), move |_| channel),
             open,
+            link,
         }
+    }
+
+    /// Delivers `request` with the channel's client, holding the actor
+    /// (`wait`/`AtomicResponse`) so requests go out one at a time, in
+    /// order.
+    fn delivery(
+        &mut self,
+        request: ControlRequest,
+    ) -> impl ActorFuture<Self, Output = Result<ControlAnswer, ChannelError>> + 'static {
+        let broker_id = self.broker_id;
+        let address = self.address.clone();
+        let degraded = self.link.escalated();
+        let client = self.client.take();
+        let open = self.open.clone();
+        self.in_flight = Some(request.clone());
+        async move {
+            if let Some(cause) = degraded {
+                let error = ChannelError::Undeliverable {
+                    broker_id,
+                    address,
+                    reason: cause,
+                };
+                return (client, Err(error));
+            }
+            let Some(mut client) = client else {
+                let error = ChannelError::Undeliverable {
+                    broker_id,
+                    address,
+                    reason: "the channel lost its client".into(),
+                };
+                return (None, Err(error));
+            };
+            fail::fail_point!("controller_channel.deliver");
+            let result = deliver(&mut client, broker_id, request, &open).await;
+            (Some(client), result)
+        }
+        .into_actor(self)
+        .map(|(client, result), actor, _ctx| {
+            if client.is_some() {
+                actor.client = client;
+            }
+            actor.in_flight = None;
+            result
+        })
+    }
+}
+
+impl actix::Supervised for ControllerChannel {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        // The failed attempt took the client with it.
+        self.client = Some(client_for(&self.address, self.controller_id));
+        log::warn!(
+            "the controller channel to broker {} restarts with a new connection",
+            self.broker_id
+        );
     }
 }
 
 impl Actor for ControllerChannel {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // After a restart: the request the failed attempt held goes first.
+        // Its sender was answered with a mailbox error already.
+        if let Some(request) = self.in_flight.take() {
+            log::warn!(
+                "the controller channel to broker {} delivers again the request it held",
+                self.broker_id
+            );
+            let broker_id = self.broker_id;
+            ctx.wait(self.delivery(request).map(move |result, _, _| match result {
+                Ok(answer) if answer.error_code != 0 => log::warn!(
+                    "broker {broker_id} refused a control request: error {}",
+                    answer.error_code
+                ),
+                Ok(_) => {}
+                Err(e) => log::warn!("{e}"),
+            }));
+        }
+    }
 }
 
 impl Handler<Deliver> for ControllerChannel {
     type Result = AtomicResponse<Self, Result<ControlAnswer, ChannelError>>;
 
     fn handle(&mut self, msg: Deliver, _ctx: &mut Context<Self>) -> Self::Result {
-        // One request at a time, in order (`AtomicResponse`): the client
-        // moves into the future and comes back with the answer.
-        let broker_id = self.broker_id;
-        let client = self.client.take();
-        let open = self.open.clone();
-        AtomicResponse::new(Box::pin(
-            async move {
-                let Some(mut client) = client else {
-                    let error = ChannelError::Undeliverable {
-                        broker_id,
-                        address: String::new(),
-                        reason: "the channel lost its client".into(),
-                    };
-                    return (None, Err(error));
-                };
-                let result = deliver(&mut client, broker_id, msg.0, &open).await;
-                (Some(client), result)
-            }
-            .into_actor(self)
-            .map(|(client, result), actor, _ctx| {
-                if client.is_some() {
-                    actor.client = client;
-                }
-                result
-            }),
-        ))
+        AtomicResponse::new(Box::pin(self.delivery(msg.0)))
     }
 }
 

@@ -126,7 +126,9 @@ impl GroupCoordinator {
         };
         supervise(
             None,
-            ChildSpec::new("the group coordinator", Escalation::ShutdownBroker(fatal)),
+            // Every group request of the broker passes through it.
+            ChildSpec::new("the group coordinator", Escalation::ShutdownBroker(fatal))
+                .with_mailbox(4096),
             link,
             move |_| coordinator,
         )
@@ -256,7 +258,6 @@ impl Actor for GroupCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(4096);
         if !self.subscribed {
             // Deleted topics lose their committed offsets in every group.
             self.events.subscribe(

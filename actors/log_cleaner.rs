@@ -70,7 +70,8 @@ impl LogCleaner {
         let child_link = link.clone();
         supervise(
             None,
-            ChildSpec::new("the log cleaner", Escalation::Degrade),
+            // Only its own timer and the cleanings' reports write to it.
+            ChildSpec::new("the log cleaner", Escalation::Degrade).with_mailbox(64),
             link,
             move |_| LogCleaner {
                 broker_config: broker_config.clone(),
@@ -203,7 +204,6 @@ impl Actor for LogCleaner {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(64);
         self.schedule(ctx);
         self.pass(ctx);
     }

@@ -299,10 +299,6 @@ async fn confirm_newer_controller(
 
 impl Actor for ReplicaManager {
     type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(1024);
-    }
 }
 
 impl actix::Supervised for ReplicaManager {

@@ -29,8 +29,12 @@ use std::time::{Duration, Instant};
 use actix::dev::ContextFut;
 use actix::prelude::*;
 
-/// actix's default; each actor sets its own bound in `started`.
-const MAILBOX_CAPACITY: usize = 16;
+/// Every supervised actor's mailbox bound unless its `ChildSpec` says
+/// otherwise (actix's own default is 16, which drops events and parks
+/// senders early). Senders past it wait; `try_send`/`do_send` callers are
+/// refused or, for a fresh `Addr` clone, get the one extra slot each
+/// sender is guaranteed (actix's channel, like futures' mpsc).
+pub const DEFAULT_MAILBOX: usize = 1024;
 
 /// At most `max_restarts` restarts within `window`.
 #[derive(Debug, Clone)]
@@ -129,17 +133,26 @@ pub struct ChildSpec {
     pub window: Duration,
     /// What happens when the budget is spent.
     pub escalation: Escalation,
+    /// The mailbox bound, set here for every actor kind (one place).
+    pub mailbox: usize,
 }
 
 impl ChildSpec {
-    /// Kafka-ish defaults: 5 restarts a minute.
+    /// Kafka-ish defaults: 5 restarts a minute, a 1024-message mailbox.
     pub fn new(name: impl Into<String>, escalation: Escalation) -> Self {
         ChildSpec {
             name: name.into(),
             max_restarts: 5,
             window: Duration::from_secs(60),
             escalation,
+            mailbox: DEFAULT_MAILBOX,
         }
+    }
+
+    /// The same spec with a mailbox of `capacity` messages.
+    pub fn with_mailbox(mut self, capacity: usize) -> Self {
+        self.mailbox = capacity.max(1);
+        self
     }
 }
 
@@ -208,9 +221,10 @@ where
     A: Actor<Context = Context<A>> + actix::Supervised,
     F: FnOnce(&mut Context<A>) -> A + Send + 'static,
 {
-    let (sender, receiver) = actix::dev::channel::channel(MAILBOX_CAPACITY);
+    let (sender, receiver) = actix::dev::channel::channel(spec.mailbox);
     let start = move || {
         let mut ctx = Context::with_receiver(receiver);
+        ctx.set_mailbox_capacity(spec.mailbox);
         let actor = factory(&mut ctx);
         let fut = ctx.into_future(actor);
         actix_rt::spawn(ChildFuture {
@@ -384,6 +398,103 @@ mod tests {
         assert_eq!(budget.backoff(), Duration::from_millis(400));
         assert!(!budget.record_restart(t0 + Duration::from_secs(3)));
         assert!(budget.record_restart(t0 + Duration::from_secs(12)));
+    }
+
+    struct Idle;
+
+    impl Actor for Idle {
+        type Context = Context<Self>;
+    }
+
+    impl actix::Supervised for Idle {}
+
+    #[derive(Message)]
+    #[rtype(result = "()")]
+    struct Ping;
+
+    impl Handler<Ping> for Idle {
+        type Result = ();
+
+        fn handle(&mut self, _msg: Ping, _ctx: &mut Context<Self>) {}
+    }
+
+    /// Messages `addr` queues before refusing one (its actor has not run).
+    fn queued_until_full(addr: &Addr<Idle>) -> usize {
+        let mut queued = 0;
+        while addr.try_send(Ping).is_ok() {
+            queued += 1;
+            assert!(queued <= 100_000, "the mailbox never refused");
+        }
+        queued
+    }
+
+    /// Every supervised actor's mailbox bound comes from its spec: 1024
+    /// unless the spec says otherwise (actix's own default is 16).
+    #[test]
+    fn the_spec_sets_every_mailbox_bound() {
+        actix_rt::System::new().block_on(async {
+            let spec = ChildSpec::new("idle", Escalation::Degrade);
+            let idle = supervise(None, spec.clone(), SupervisorLink::default(), |_| Idle);
+            assert_eq!(queued_until_full(&idle), DEFAULT_MAILBOX);
+            let small = supervise(
+                None,
+                spec.with_mailbox(8),
+                SupervisorLink::default(),
+                |_| Idle,
+            );
+            assert_eq!(queued_until_full(&small), 8);
+        });
+    }
+
+    /// Records the order its `Tagged` messages are handled in.
+    struct Recording(Arc<Mutex<Vec<u32>>>);
+
+    impl Actor for Recording {
+        type Context = Context<Self>;
+    }
+
+    impl actix::Supervised for Recording {}
+
+    #[derive(Message)]
+    #[rtype(result = "()")]
+    struct Tagged(u32);
+
+    impl Handler<Tagged> for Recording {
+        type Result = ();
+
+        fn handle(&mut self, msg: Tagged, _ctx: &mut Context<Self>) {
+            if let Ok(mut order) = self.0.lock() {
+                order.push(msg.0);
+            }
+        }
+    }
+
+    /// The property `ProducePath::append` leans on: on a full mailbox, the
+    /// first `send` from a fresh `Addr` clone is queued when it is made,
+    /// not when its future is first polled (each sender has a slot of its
+    /// own), so sends made in order are handled in that order whatever
+    /// order their answers are awaited in.
+    #[test]
+    fn a_fresh_address_clone_queues_at_once_on_a_full_mailbox() {
+        actix_rt::System::new().block_on(async {
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let recorded = order.clone();
+            let spec = ChildSpec::new("recording", Escalation::Degrade).with_mailbox(4);
+            let addr = supervise(None, spec, SupervisorLink::default(), move |_| {
+                Recording(recorded)
+            });
+            let mut queued = 0;
+            while addr.try_send(Tagged(0)).is_ok() {
+                queued += 1;
+            }
+            assert_eq!(queued, 4);
+            let first = addr.clone().send(Tagged(1));
+            let second = addr.clone().send(Tagged(2));
+            second.await.expect("answered");
+            first.await.expect("answered");
+            let order = order.lock().map(|o| o.clone()).unwrap_or_default();
+            assert_eq!(order, vec![0, 0, 0, 0, 1, 2]);
+        });
     }
 
     /// Jitter adds at most half the delay.

@@ -73,7 +73,7 @@ fp_status=${PIPESTATUS[0]}
 cargo test --features failpoints --test compaction a_crash_at_any_cleaning_step 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
-cargo test --features failpoints --test replication a_panicking_replica_fetcher 2>&1 | tee -a "$log"
+cargo test --features failpoints --test replication a_panicking_ 2>&1 | tee -a "$log"
 fp_status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$fp_status
 # The controller SIGKILLed in the middle of an operation (a creation, a

@@ -271,7 +271,7 @@ impl BrokerBuilder {
                 pool: pool.clone(),
                 events: events.clone(),
             },
-            fatal,
+            fatal.clone(),
         );
         let produce_path = crate::actors::partition::ProducePath {
             partitions: partitions.clone(),
@@ -320,12 +320,12 @@ impl BrokerBuilder {
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())
             .collect();
-        let acceptor = Acceptor::new(
+        let acceptor = Acceptor::start(
             socket,
             context.clone(),
             network.iter().map(|a| a.handle()).collect(),
-        )
-        .start();
+            fatal,
+        );
         // Started last: nothing after it can fail start-up, so it is never
         // torn down half-started with the runtime.
         if config.log_cleaner_enable {

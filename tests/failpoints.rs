@@ -342,6 +342,39 @@ fn a_panic_in_a_shard_command_costs_one_request() {
     );
 }
 
+/// The acceptor panics on the first connection it accepts: that client's
+/// connection is closed, the acceptor restarts under its supervisor on the
+/// same listening socket, and the next clients are served.
+#[test]
+fn a_panicking_acceptor_restarts_and_accepts_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = BrokerProcess::start_with_env(
+        dir.path(),
+        &[],
+        &[("FAILPOINTS", "acceptor.accepted=1*panic")],
+    );
+    let mut first = std::net::TcpStream::connect(&broker.bootstrap).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let read = std::io::Read::read(&mut first, &mut byte).map_err(|e| e.kind());
+    assert!(
+        matches!(read, Ok(0) | Err(std::io::ErrorKind::ConnectionReset)),
+        "the connection the acceptor panicked on is closed: {read:?}"
+    );
+    broker.wait_for_line(
+        "the acceptor restarts and listens again",
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        create_topics(&broker.bootstrap, &["after"], 1),
+        vec![Ok("after".to_string())]
+    );
+    assert_eq!(raw_produce(&broker.bootstrap, "after", 0, 5), 0);
+    assert!(broker.is_running());
+}
+
 /// With `failpoint` set to panic once on a topic creation's way: that
 /// CreateTopics fails, `restarted` is logged, the broker lives on, and the
 /// next topic is created, led here and written.

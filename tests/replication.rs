@@ -757,6 +757,17 @@ fn idempotent_producers_survive_a_leader_kill() {
     assert_exactly_once_in_order(&cluster.bootstrap(reader), topic, 3, records);
 }
 
+/// Log lines, over every broker, that contain all of `needles`.
+#[cfg(feature = "failpoints")]
+fn lines_containing(cluster: &mut Cluster, needles: &[&str]) -> usize {
+    cluster
+        .brokers
+        .values_mut()
+        .flat_map(|broker| broker.log_lines())
+        .filter(|line| needles.iter().all(|needle| line.contains(needle)))
+        .count()
+}
+
 /// A replica fetcher whose handler panics (a fail point: once per broker,
 /// after 20 rounds) is restarted by its supervisor: it
 /// finds its divergence points again and fetches on. Nothing acknowledged
@@ -774,21 +785,40 @@ fn a_panicking_replica_fetcher_restarts_and_catches_up() {
     create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
     wait_for_full_isr(&mut cluster, topic);
     let checker = Checker::start(&cluster, topic, 5_000);
-    let restarted = |cluster: &mut Cluster| {
-        cluster
-            .brokers
-            .values_mut()
-            .flat_map(|broker| broker.log_lines())
-            .filter(|line| line.contains("replica fetcher") && line.contains("restarting in"))
-            .count()
-    };
     wait_until(
         "a replica fetcher restarted after its panic",
         Duration::from_secs(60),
-        || restarted(&mut cluster) > 0,
+        || lines_containing(&mut cluster, &["replica fetcher", "restarting in"]) > 0,
     );
     checker.finish(&cluster, topic, 3, "fetchers panicking once each");
     wait_for_full_isr(&mut cluster, topic);
+    assert_replicas_converge(&mut cluster, topic, 3);
+}
+
+/// The controller's channel to a broker panics on its first delivery: the
+/// supervisor restarts it with a new connection, and it delivers the
+/// request it held before the ones queued behind it. Every broker then
+/// follows its replicas: acks=all with min.insync.replicas=3 needs all
+/// three, nothing acknowledged is lost, and the replicas end identical.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_panicking_controller_channel_restarts_and_delivers_again() {
+    let topic = "channel-panics";
+    let mut cluster = Cluster::start_with_env(
+        3,
+        &[],
+        &["min.insync.replicas=3", "replica.fetch.wait.max.ms=50"],
+        &[("FAILPOINTS", "controller_channel.deliver=1*panic")],
+    );
+    create_replicated_topic(&cluster.bootstrap(0), topic, 3, 3);
+    wait_until(
+        "a controller channel restarted after its panic",
+        Duration::from_secs(30),
+        || lines_containing(&mut cluster, &["delivers again the request it held"]) > 0,
+    );
+    wait_for_full_isr(&mut cluster, topic);
+    let checker = Checker::start(&cluster, topic, 2_000);
+    checker.finish(&cluster, topic, 3, "a controller channel panicking once");
     assert_replicas_converge(&mut cluster, topic, 3);
 }
 

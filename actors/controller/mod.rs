@@ -347,7 +347,6 @@ impl Actor for Controller {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(1024);
         self.follow_sessions(ctx);
         self.follow_controller(ctx);
         self.follow_children(ctx, ConfigEntityChangeNotificationZNode::PATH, |names| {

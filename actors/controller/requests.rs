@@ -30,7 +30,9 @@ impl Shared {
                         )
                     }
                     Ok(Err(e)) => log::warn!("{e}"),
-                    Err(_) => {}
+                    // The channel panicked on it: restarted, it delivers
+                    // it again before the next one.
+                    Err(e) => log::warn!("the channel to broker {broker} restarted ({e})"),
                 }
             }
         });

@@ -560,8 +560,6 @@ impl Actor for LogActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        // Bounded by design: callers wait instead of queueing without limit.
-        ctx.set_mailbox_capacity(1024);
         self.schedule(ctx);
     }
 }

@@ -667,7 +667,6 @@ impl Actor for PartitionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(1024);
         let assignment = self.assignment.clone();
         self.apply_assignment(assignment, ctx);
         let lag = self.replica.replica_lag_time_max_ms.max(2) as u64;
