@@ -6,6 +6,8 @@
 //! elects another; a dead leader's single-replica partitions are offline
 //! and come back with it. Replication itself is `tests/replication.rs`.
 
+#[path = "common/acks.rs"]
+mod acks;
 mod common;
 
 use std::collections::BTreeMap;
@@ -319,7 +321,13 @@ fn measure_failover_and_creation() {
         |leaders, _, _| leaders.len() == 1000 && leaders.values().all(|&l| l >= 0),
     );
     let creation = created.elapsed();
-    let (failover, serving, handover) = measure_leader_failover(&mut cluster);
+    let LeaderFailover {
+        failover,
+        serving,
+        handover,
+        longest_silence,
+        longest_partition_silence,
+    } = measure_leader_failover(&mut cluster);
     println!(
         "zookeeper.session.timeout.ms=4000, 3 brokers, 100 partitions ({led_by_victim} on the killed controller):\n\
          controller failover (SIGKILL -> new controller in Metadata): {elected:?}\n\
@@ -328,18 +336,34 @@ fn measure_failover_and_creation() {
          CreateTopics of 1,000 partitions until every broker reports every leader: {creation:?}\n\
          leader failover, RF=3, 100 partitions, a leader SIGKILLed: new leaders in Metadata \
          {failover:?}, a record acknowledged (acks=all) by each new leader {serving:?}\n\
-         controlled shutdown (SIGTERM) of a leader: new leaders in Metadata {handover:?}"
+         controlled shutdown (SIGTERM) of a leader: new leaders in Metadata {handover:?}; \
+         under acks=all load (idempotent, ~400 records/s over the 100 partitions) the longest \
+         gap between acknowledgements {longest_silence:?}, on one of its partitions \
+         {longest_partition_silence:?} (their usual spacing is about 250 ms)"
     );
     assert!(elected.is_some() && offline.is_some());
 }
 
+/// What [`measure_leader_failover`] measured.
+struct LeaderFailover {
+    /// SIGKILL of a leader until Metadata names a new leader for each of
+    /// its partitions.
+    failover: Duration,
+    /// SIGKILL until each of those new leaders acknowledged a record.
+    serving: Duration,
+    /// SIGTERM (controlled shutdown) until Metadata names new leaders.
+    handover: Duration,
+    /// During the controlled shutdown, under load: the longest time
+    /// without any acknowledgement, and without one on a single partition
+    /// the stopping broker led.
+    longest_silence: Duration,
+    longest_partition_silence: Duration,
+}
+
 /// Leader failover with replication: 100 partitions of 3 replicas; a
-/// broker other than `controller` is SIGKILLed. Returns the time from the
-/// kill until Metadata names a new leader for each of its partitions, and
-/// until each of those leaders has acknowledged a record (acks=all); then,
-/// once it is back and in sync, the time from its SIGTERM until Metadata
-/// names new leaders (controlled shutdown).
-fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Duration) {
+/// broker other than `controller` is SIGKILLed, and later, once it is
+/// back and in sync, stopped with SIGTERM under an acks=all load.
+fn measure_leader_failover(cluster: &mut Cluster) -> LeaderFailover {
     let (_, _, controller) = cluster.view(0, "");
     let observer = (controller + 1).rem_euclid(3);
     let topic = "failover";
@@ -402,21 +426,7 @@ fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Durati
     rdkafka::producer::Producer::flush(&producer, Duration::from_secs(60))
         .expect("every new leader acknowledged");
     let serving = died.elapsed();
-    // What the survivors' fetchers met on the way (a backoff after each
-    // refusal is replica.fetch.backoff.ms): the lines explain the figure.
-    for (broker, process) in cluster.brokers.iter_mut() {
-        let lines = process.log_lines();
-        let complaints: Vec<&String> = lines
-            .iter()
-            .filter(|l| {
-                l.contains("replica ") && (l.contains("failed") || l.contains("answered error"))
-            })
-            .collect();
-        println!("broker {broker}: {} fetcher complaints", complaints.len());
-        for line in complaints.iter().rev().take(8) {
-            println!("  {line}");
-        }
-    }
+    let complaints_seen = print_fetcher_complaints(cluster, &BTreeMap::new());
 
     cluster.start_broker(victim);
     wait_until_true("a full ISR again", || in_sync(cluster));
@@ -438,8 +448,26 @@ fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Durati
         }
         false
     });
+    let now_led = cluster.view(survivor, topic).0;
+    let stopping_led: Vec<i32> = now_led
+        .iter()
+        .filter_map(|(&partition, &leader)| (leader == victim).then_some(partition))
+        .collect();
+    let timeline = acks::Timeline::new();
+    let load = acks::AckedProducer::start(
+        &cluster.bootstrap(survivor),
+        topic,
+        100,
+        Duration::from_secs(60),
+        timeline.clone(),
+    );
+    assert!(
+        load.wait_for_acks(&all, 2, Duration::ZERO, Duration::from_secs(60)),
+        "the load never reached every partition"
+    );
     let mut stopping = cluster.brokers.remove(&victim).expect("victim");
     let asked = Instant::now();
+    let asked_at = timeline.now();
     // SAFETY: signalling a child process of this test.
     unsafe { libc::kill(stopping.pid() as i32, libc::SIGTERM) };
     wait_until_true("leaders moved by the controlled shutdown", || {
@@ -448,16 +476,85 @@ fn measure_leader_failover(cluster: &mut Cluster) -> (Duration, Duration, Durati
     });
     let handover = asked.elapsed();
     assert!(stopping.wait_for_exit(Duration::from_secs(60)).success());
+    std::thread::sleep(Duration::from_secs(3));
+    let window = asked_at..timeline.now();
+    print_fetcher_complaints(cluster, &complaints_seen);
+    load.finish().expect("the load's producer");
+    let (failed, _) = timeline.failures();
+    assert_eq!(
+        failed, 0,
+        "deliveries failed during the controlled shutdown"
+    );
+    let longest_gap = |times: Vec<Duration>| {
+        let mut times: Vec<Duration> = times.into_iter().filter(|at| window.contains(at)).collect();
+        times.sort();
+        times.insert(0, window.start);
+        times.push(window.end);
+        times
+            .windows(2)
+            .map(|pair| pair[1] - pair[0])
+            .max()
+            .unwrap_or_default()
+    };
+    let acknowledged = timeline.acks();
+    let longest_silence = longest_gap(acknowledged.iter().map(|a| a.at).collect());
+    let longest_partition_silence = stopping_led
+        .iter()
+        .map(|&p| {
+            longest_gap(
+                acknowledged
+                    .iter()
+                    .filter(|a| a.partition == p)
+                    .map(|a| a.at)
+                    .collect(),
+            )
+        })
+        .max()
+        .unwrap_or_default();
     for line in stopping.log_lines() {
         if line.contains("controlled shutdown") {
             println!("broker {victim}: {line}");
         }
     }
     println!(
-        "broker {victim} led {} partitions; the controller is {controller}",
-        led.len()
+        "broker {victim} led {} partitions when killed and {} when stopped; the controller is {controller}",
+        led.len(),
+        stopping_led.len()
     );
-    (failover, serving, handover)
+    LeaderFailover {
+        failover,
+        serving,
+        handover,
+        longest_silence,
+        longest_partition_silence,
+    }
+}
+
+/// Prints what the brokers' replica fetchers met since `seen` (a count of
+/// log lines per broker; a backoff after each refusal is
+/// replica.fetch.backoff.ms): the lines explain a failover figure.
+/// Returns the new counts.
+fn print_fetcher_complaints(
+    cluster: &mut Cluster,
+    seen: &BTreeMap<i32, usize>,
+) -> BTreeMap<i32, usize> {
+    let mut now_seen = BTreeMap::new();
+    for (&broker, process) in cluster.brokers.iter_mut() {
+        let lines = process.log_lines();
+        let from = seen.get(&broker).copied().unwrap_or(0).min(lines.len());
+        let complaints: Vec<&String> = lines[from..]
+            .iter()
+            .filter(|l| {
+                l.contains("replica ") && (l.contains("failed") || l.contains("answered error"))
+            })
+            .collect();
+        println!("broker {broker}: {} fetcher complaints", complaints.len());
+        for line in complaints.iter().rev().take(8) {
+            println!("  {line}");
+        }
+        now_seen.insert(broker, lines.len());
+    }
+    now_seen
 }
 
 fn wait_until_true(what: &str, mut done: impl FnMut() -> bool) {
