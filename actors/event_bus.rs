@@ -91,12 +91,14 @@ pub enum BrokerEvent {
         /// The group.
         group_id: String,
     },
-    /// A broker registered in the cluster (its `/brokers/ids` znode appeared).
+    /// A broker joined the live brokers this broker knows (an
+    /// UpdateMetadata from the controller lists it; this broker itself too).
     BrokerRegistered {
         /// Its id.
         broker_id: i32,
     },
-    /// A broker left the cluster (its session ended).
+    /// A broker left the live brokers this broker knows (an UpdateMetadata
+    /// from the controller no longer lists it: its session ended).
     BrokerLeft {
         /// Its id.
         broker_id: i32,

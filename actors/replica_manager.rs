@@ -725,7 +725,20 @@ impl Replicas {
                 ))
             })
             .collect();
-        self.cache.update(|m| m.brokers = brokers);
+        let (joined, left) = self.cache.update(|m| {
+            let before = std::mem::replace(&mut m.brokers, brokers);
+            crate::cluster::membership_changes(&before, &m.brokers)
+        });
+        for broker_id in joined {
+            self.partitions
+                .events
+                .publish(BrokerEvent::BrokerRegistered { broker_id });
+        }
+        for broker_id in left {
+            self.partitions
+                .events
+                .publish(BrokerEvent::BrokerLeft { broker_id });
+        }
         for topic in request.topic_states {
             let name = topic.topic_name.0.to_string();
             if topic
@@ -868,3 +881,4 @@ async fn find_or_create_untied_log(
         Err(_) => Err(ControllerError::Stopped),
     }
 }
+

@@ -148,6 +148,18 @@ pub fn validate_topic_name(name: &str) -> Result<(), InvalidTopicName> {
     Ok(())
 }
 
+/// The brokers that joined and that left between two UpdateMetadata
+/// views of the live brokers: each broker publishes `BrokerRegistered` and
+/// `BrokerLeft` as its own metadata learns of them.
+pub fn membership_changes(
+    before: &BTreeMap<i32, BrokerEndpoint>,
+    after: &BTreeMap<i32, BrokerEndpoint>,
+) -> (Vec<i32>, Vec<i32>) {
+    let joined = after.keys().filter(|id| !before.contains_key(id)).copied().collect();
+    let left = before.keys().filter(|id| !after.contains_key(id)).copied().collect();
+    (joined, left)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +195,19 @@ mod tests {
         let delta = topic.only(&[1, 5]);
         assert_eq!(delta.partitions, BTreeMap::from([(1, partition(1))]));
         assert_eq!((delta.name.as_str(), delta.topic_id), ("t", [7; 16]));
+    }
+
+    #[test]
+    fn membership_changes_name_who_joined_and_who_left() {
+        let endpoint = |id| BrokerEndpoint {
+            id,
+            host: "127.0.0.1".into(),
+            port: 9092,
+            rack: None,
+        };
+        let before = BTreeMap::from([(0, endpoint(0)), (1, endpoint(1))]);
+        let after = BTreeMap::from([(1, endpoint(1)), (2, endpoint(2)), (3, endpoint(3))]);
+        assert_eq!(membership_changes(&before, &after), (vec![2, 3], vec![0]));
+        assert_eq!(membership_changes(&after, &after), (vec![], vec![]));
     }
 }

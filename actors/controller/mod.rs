@@ -303,10 +303,6 @@ impl Controller {
         }
         // Before any topic is taken up: its log config starts from them.
         shared.load_dynamic_broker_configs().await?;
-        shared
-            .partitions
-            .events
-            .publish(BrokerEvent::BrokerRegistered { broker_id });
         match registration.elect(shared.store.as_ref()).await? {
             Some((epoch, epoch_zk_version)) => {
                 log::info!(
