@@ -201,23 +201,14 @@ async fn truncate(
     let Some(cut) = cut else {
         return Err(FollowerError::NoCommonEpoch(TRUNCATION_ROUNDS));
     };
-    let truncated = ask(
-        handle,
-        TruncateReplica {
-            offset: cut,
-            start_over: false,
-            leader_epoch,
-        },
-    )
-    .await?;
-    if truncated.log_end_offset < local.log_end_offset {
+    let truncated = cut_log(handle, cut, false, leader_epoch).await?;
+    if truncated < local.log_end_offset {
         log::info!(
-            "replica {tp}: truncated from {} to {} to match the leader (leader epoch {leader_epoch})",
-            local.log_end_offset,
-            truncated.log_end_offset
+            "replica {tp}: truncated from {} to {truncated} to match the leader (leader epoch {leader_epoch})",
+            local.log_end_offset
         );
     }
-    Ok(truncated.log_end_offset)
+    Ok(truncated)
 }
 
 /// Why a follower step failed; the partition backs off and tries again.
@@ -347,31 +338,33 @@ async fn out_of_range(
             "replica {tp}: the log ends at {} past the leader's {leader_end}; truncating to it",
             local.log_end_offset
         );
-        let cut = ask(
-            handle,
-            TruncateReplica {
-                offset: leader_end,
-                start_over: false,
-                leader_epoch,
-            },
-        )
-        .await?;
-        return Ok(cut.log_end_offset);
+        return cut_log(handle, leader_end, false, leader_epoch).await;
     }
     let leader_start = leader_offset(client, config, tp, leader_epoch, EARLIEST_OFFSET).await?;
     if leader_start > local.log_end_offset {
-        let fresh = ask(
-            handle,
-            TruncateReplica {
-                offset: leader_start,
-                start_over: true,
-                leader_epoch,
-            },
-        )
-        .await?;
-        return Ok(fresh.log_end_offset);
+        return cut_log(handle, leader_start, true, leader_epoch).await;
     }
     Ok(local.log_end_offset.max(leader_start))
+}
+
+/// Cuts the follower's log at `offset` (`start_over`: empty it and start
+/// there, past the leader's log start) and answers its new log end.
+async fn cut_log(
+    handle: &PartitionHandle,
+    offset: i64,
+    start_over: bool,
+    leader_epoch: i32,
+) -> Result<i64, FollowerError> {
+    let cut = ask(
+        handle,
+        TruncateReplica {
+            offset,
+            start_over,
+            leader_epoch,
+        },
+    )
+    .await?;
+    Ok(cut.log_end_offset)
 }
 
 /// ListOffsets' `timestamp` for the log end (as a replica asks it: the
