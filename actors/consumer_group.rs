@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use crate::clock::SharedClock;
 use crate::group::records::{encode_batch, group_record, offset_record, OffsetAndMetadata};
 use crate::group::state::{
-    Effect, Group, GroupSnapshot, GroupState, JoinOutcome, JoinRequest, JoinResult, MemberSnapshot,
+    Effect, Group, GroupError, GroupSnapshot, GroupState, JoinOutcome, JoinRequest, JoinResult, MemberSnapshot,
     SyncOutcome, SyncRequest, SyncResult,
 };
 use crate::topic_partition::TopicPartition;
@@ -268,7 +268,13 @@ impl ConsumerGroup {
         ctx.wait(append.into_actor(self).map(move |result, actor, _ctx| {
             let effects = match result {
                 Ok(()) => effects,
-                Err(code) => effects.into_iter().map(|e| with_error(e, code)).collect(),
+                // The group's record is not written: Kafka answers the
+                // parked requests COORDINATOR_NOT_AVAILABLE (its
+                // `storeGroup` callback), and they retry.
+                Err(_) => effects
+                    .into_iter()
+                    .map(|e| with_error(e, GroupError::CoordinatorNotAvailable))
+                    .collect(),
             };
             actor.deliver(effects);
         }));
@@ -397,20 +403,20 @@ impl ConsumerGroup {
     }
 }
 
-fn with_error(effect: Effect, code: i16) -> Effect {
+fn with_error(effect: Effect, error: GroupError) -> Effect {
     match effect {
         Effect::JoinResponse {
             member_id,
             mut result,
         } => {
-            result.error_code = code;
+            result.error = Some(error);
             Effect::JoinResponse { member_id, result }
         }
         Effect::SyncResponse {
             member_id,
             mut result,
         } => {
-            result.error_code = code;
+            result.error = Some(error);
             Effect::SyncResponse { member_id, result }
         }
         other => other,
@@ -489,7 +495,7 @@ pub enum GroupLoadError {
     #[error("{0} is not led here")]
     NotLeader(TopicPartition),
     #[error(transparent)]
-    Read(#[from] super::log::LogActorError),
+    Read(#[from] super::partition::PartitionError),
     #[error("reading the log: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -599,10 +605,7 @@ impl Handler<JoinGroup> for ConsumerGroup {
                     async move {
                         // Dropped: the actor restarted under this caller.
                         Ok(rx.await.unwrap_or_else(|_| {
-                            JoinResult::error(
-                                &member_id,
-                                ResponseError::CoordinatorNotAvailable.code(),
-                            )
+                            JoinResult::error(&member_id, GroupError::CoordinatorNotAvailable)
                         }))
                     }
                     .into_actor(self),
@@ -632,7 +635,7 @@ impl Handler<SyncGroup> for ConsumerGroup {
                 Box::pin(
                     async move {
                         Ok(rx.await.unwrap_or_else(|_| {
-                            SyncResult::error(ResponseError::CoordinatorNotAvailable.code())
+                            SyncResult::error(GroupError::CoordinatorNotAvailable)
                         }))
                     }
                     .into_actor(self),
@@ -652,7 +655,7 @@ impl Handler<Heartbeat> for ConsumerGroup {
         self.available()?;
         fail::fail_point!(&format!("group.heartbeat.{}", self.group.group_id()));
         let before = self.mark();
-        let (code, effects) = self.group.heartbeat(
+        let (answer, effects) = self.group.heartbeat(
             &msg.member_id,
             msg.group_instance_id.as_deref(),
             msg.generation_id,
@@ -660,7 +663,7 @@ impl Handler<Heartbeat> for ConsumerGroup {
         );
         self.apply(effects, ctx);
         self.publish_transition(before);
-        Ok(code)
+        Ok(GroupError::code_of(answer))
     }
 }
 
@@ -670,10 +673,10 @@ impl Handler<LeaveGroup> for ConsumerGroup {
     fn handle(&mut self, msg: LeaveGroup, ctx: &mut Context<Self>) -> Self::Result {
         self.available()?;
         let before = self.mark();
-        let (codes, effects) = self.group.leave(msg.members, self.now());
+        let (answers, effects) = self.group.leave(msg.members, self.now());
         self.apply(effects, ctx);
         self.publish_transition(before);
-        Ok(codes)
+        Ok(answers.into_iter().map(GroupError::code_of).collect())
     }
 }
 
@@ -685,7 +688,7 @@ impl Handler<CommitOffsets> for ConsumerGroup {
             return answer(Err(e));
         }
         let now = self.now();
-        if let Err(code) = self.group.validate_offset_commit(
+        if let Err(error) = self.group.validate_offset_commit(
             &msg.member_id,
             msg.group_instance_id.as_deref(),
             msg.generation_id,
@@ -694,7 +697,7 @@ impl Handler<CommitOffsets> for ConsumerGroup {
             return answer(Ok(msg
                 .offsets
                 .into_iter()
-                .map(|(tp, _)| (tp, code))
+                .map(|(tp, _)| (tp, error.code()))
                 .collect()));
         }
         let (accepted, refused): (Vec<_>, Vec<_>) = msg
@@ -778,8 +781,8 @@ impl Handler<DeleteGroup> for ConsumerGroup {
         if let Err(e) = self.available() {
             return answer(Err(e));
         }
-        if let Err(code) = self.group.delete() {
-            return answer(Ok(code));
+        if let Err(error) = self.group.delete() {
+            return answer(Ok(error.code()));
         }
         let group_id = self.group.group_id().to_string();
         let mut records: Vec<_> = self

@@ -129,6 +129,16 @@ pub struct CommittedRecord {
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 
+/// A partition's bounds as a consumer sees them: committed records lie in
+/// `log_start_offset..high_watermark`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    /// The offset after the last committed record.
+    pub high_watermark: i64,
+    /// The first offset still in the log.
+    pub log_start_offset: i64,
+}
+
 /// One read: the records from the asked offset on (none yet: empty), and
 /// where the next read starts.
 #[derive(Debug, Clone)]
@@ -301,7 +311,7 @@ impl ExtensionContext {
     }
 
     /// `tp`'s high watermark and log start offset.
-    pub async fn offsets(&self, tp: &TopicPartition) -> Result<(i64, i64), ExtensionError> {
+    pub async fn offsets(&self, tp: &TopicPartition) -> Result<PartitionOffsets, ExtensionError> {
         let handle = self
             .partitions
             .get(tp)
@@ -311,7 +321,10 @@ impl ExtensionContext {
             .send(GetState)
             .await
             .map_err(|_| ExtensionError::Stopped)?;
-        Ok((state.high_watermark, state.log_start_offset))
+        Ok(PartitionOffsets {
+            high_watermark: state.high_watermark,
+            log_start_offset: state.log_start_offset,
+        })
     }
 
     /// Committed records of `tp` from `offset` (at most about 1 MiB).
@@ -507,7 +520,7 @@ impl ExtensionContext {
             let start = match self.committed_position(&tp).await {
                 Ok(Some(offset)) => offset,
                 Ok(None) => match self.offsets(&tp).await {
-                    Ok((_, log_start)) => log_start,
+                    Ok(offsets) => offsets.log_start_offset,
                     Err(_) => {
                         tokio::time::sleep(retry).await;
                         continue;

@@ -35,7 +35,8 @@ use super::log::{
     UpdateLogConfig,
 };
 use super::partition::{
-    ApplyAssignment, GetState, PartitionAssignment, PartitionRuntime, StopPartition,
+    ApplyAssignment, GetState, PartitionAssignment, PartitionError, PartitionRuntime,
+    StopPartition,
 };
 use super::replica_fetcher::ReplicaFetchers;
 use super::supervisor::SupervisorLink;
@@ -522,7 +523,7 @@ impl Replicas {
                             log::warn!("partition {tp}: assignment refused: {e}");
                             // Kafka answers a stale leader epoch so.
                             let code = match e {
-                                LogActorError::Replication(
+                                PartitionError::Replication(
                                     ReplicationError::FencedLeaderEpoch { .. },
                                 ) => ResponseError::StaleControllerEpoch.code(),
                                 e => e.code(),

@@ -24,8 +24,8 @@ use actix::prelude::*;
 use bytes::Bytes;
 use clap::Parser;
 use ferrolog::actors::extension::{
-    CommittedRecords, Extension, ExtensionContext, ExtensionError, ProducedRecord,
-    RecordSubscription,
+    CommittedRecords, Extension, ExtensionContext, ExtensionError, PartitionOffsets,
+    ProducedRecord, RecordSubscription,
 };
 use ferrolog::broker::Broker;
 use ferrolog::topic_partition::TopicPartition;
@@ -136,8 +136,11 @@ async fn last_copied_source_offset(
     broker: &ExtensionContext,
     tp: &TopicPartition,
 ) -> Result<Option<i64>, ExtensionError> {
-    let (high_watermark, log_start) = broker.offsets(tp).await?;
-    if high_watermark <= log_start {
+    let PartitionOffsets {
+        high_watermark,
+        log_start_offset,
+    } = broker.offsets(tp).await?;
+    if high_watermark <= log_start_offset {
         return Ok(None);
     }
     let read = broker.read_committed(tp, high_watermark - 1).await?;

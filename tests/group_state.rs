@@ -11,8 +11,8 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use ferrolog::group::state::{
-    Effect, Group, GroupConfig, GroupSnapshot, GroupState, JoinOutcome, JoinRequest, JoinResult,
-    MemberSnapshot, SyncOutcome, SyncRequest, SyncResult,
+    Effect, Group, GroupConfig, GroupError, GroupSnapshot, GroupState, JoinOutcome, JoinRequest,
+    JoinResult, MemberSnapshot, SyncOutcome, SyncRequest, SyncResult,
 };
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ConsumerProtocolSubscription;
@@ -30,6 +30,41 @@ const REBALANCE_MS: i32 = 30_000;
 const INITIAL_DELAY_MS: i64 = 3_000;
 
 const NONE: i16 = 0;
+
+/// The state machine's typed answers as the Kafka codes a client sees
+/// (what these tests assert).
+trait AsCodes {
+    type Codes;
+    fn codes(self) -> Self::Codes;
+}
+
+impl AsCodes for Result<(), GroupError> {
+    type Codes = Result<(), i16>;
+    fn codes(self) -> Self::Codes {
+        self.map_err(GroupError::code)
+    }
+}
+
+impl AsCodes for (Result<(), GroupError>, Vec<Effect>) {
+    type Codes = (i16, Vec<Effect>);
+    fn codes(self) -> Self::Codes {
+        (GroupError::code_of(self.0), self.1)
+    }
+}
+
+impl AsCodes for (Vec<Result<(), GroupError>>, Vec<Effect>) {
+    type Codes = (Vec<i16>, Vec<Effect>);
+    fn codes(self) -> Self::Codes {
+        (
+            self.0.into_iter().map(GroupError::code_of).collect(),
+            self.1,
+        )
+    }
+}
+
+fn kafka<T: AsCodes>(answer: T) -> T::Codes {
+    answer.codes()
+}
 
 fn code(error: ResponseError) -> i16 {
     error.code()
@@ -243,7 +278,7 @@ fn three_members_join_one_generation() {
     );
     for id in &ids {
         let r = &responses[id];
-        assert_eq!(r.error_code, NONE);
+        assert_eq!(r.error_code(), NONE);
         assert_eq!(r.generation_id, 1);
         assert_eq!(r.leader, ids[0]);
         assert_eq!(r.member_id, *id);
@@ -319,7 +354,7 @@ fn leader_sync_hands_out_assignments() {
 
     // The third member syncs late: Stable answers at once.
     let result = sync_responded(group.sync(sync_request(&ids[2], 1, vec![]), now + 10).0);
-    assert_eq!(result.error_code, NONE);
+    assert_eq!(result.error_code(), NONE);
     assert_eq!(result.assignment, Bytes::new());
     assert_eq!(result.protocol_type.as_deref(), Some("consumer"));
 }
@@ -335,13 +370,13 @@ fn fourth_member_rebalances_the_group() {
     assert_eq!(group.state(), GroupState::PreparingRebalance);
     for id in &ids {
         assert_eq!(
-            group.heartbeat(id, None, 1, now + 100).0,
+            kafka(group.heartbeat(id, None, 1, now + 100)).0,
             code(ResponseError::RebalanceInProgress)
         );
     }
     // A sync now is told to rejoin too.
     let r = sync_responded(group.sync(sync_request(&ids[1], 1, vec![]), now + 100).0);
-    assert_eq!(r.error_code, code(ResponseError::RebalanceInProgress));
+    assert_eq!(r.error_code(), code(ResponseError::RebalanceInProgress));
 
     let mut effects = Vec::new();
     for id in &ids[..2] {
@@ -365,13 +400,13 @@ fn fourth_member_rebalances_the_group() {
     assert_eq!(responses[&d].leader, ids[0]);
     assert!(responses
         .values()
-        .all(|r| r.generation_id == 2 && r.error_code == NONE));
+        .all(|r| r.generation_id == 2 && r.error_code() == NONE));
     // The old generation is over.
     assert_eq!(
-        group.heartbeat(&ids[1], None, 1, now + 400).0,
+        kafka(group.heartbeat(&ids[1], None, 1, now + 400)).0,
         code(ResponseError::IllegalGeneration)
     );
-    assert_eq!(group.heartbeat(&ids[1], None, 2, now + 400).0, NONE);
+    assert_eq!(kafka(group.heartbeat(&ids[1], None, 2, now + 400)).0, NONE);
 }
 
 /// A member leaving a Stable group of four starts a rebalance; the three
@@ -379,7 +414,7 @@ fn fourth_member_rebalances_the_group() {
 #[test]
 fn leaving_member_rebalances_the_rest() {
     let (mut group, ids, now) = stable_group(4);
-    let (errors, effects) = group.leave(vec![(ids[2].clone(), None)], now);
+    let (errors, effects) = kafka(group.leave(vec![(ids[2].clone(), None)], now));
     assert_eq!(errors, vec![NONE]);
     assert!(effects.is_empty());
     assert_eq!(group.state(), GroupState::PreparingRebalance);
@@ -399,7 +434,7 @@ fn leaving_member_rebalances_the_rest() {
     assert_eq!(group.generation_id(), 2);
     // Leaving again: unknown.
     assert_eq!(
-        group.leave(vec![(ids[2].clone(), None)], now + 20).0,
+        kafka(group.leave(vec![(ids[2].clone(), None)], now + 20)).0,
         vec![code(ResponseError::UnknownMemberId)]
     );
 }
@@ -412,7 +447,7 @@ fn session_expiry_removes_member() {
     let deadline = now + i64::from(SESSION_MS);
     assert_eq!(group.next_deadline(), Some(deadline));
     for id in [&ids[0], &ids[2]] {
-        assert_eq!(group.heartbeat(id, None, 1, now + 5_000).0, NONE);
+        assert_eq!(kafka(group.heartbeat(id, None, 1, now + 5_000)).0, NONE);
     }
     assert_eq!(
         group.next_deadline(),
@@ -426,7 +461,7 @@ fn session_expiry_removes_member() {
     assert!(!group.is_member(&ids[1]));
     assert_eq!(group.state(), GroupState::PreparingRebalance);
     assert_eq!(
-        group.heartbeat(&ids[1], None, 1, deadline).0,
+        kafka(group.heartbeat(&ids[1], None, 1, deadline)).0,
         code(ResponseError::UnknownMemberId)
     );
 
@@ -450,7 +485,7 @@ fn rebalance_timeout_removes_stragglers() {
     for t in [8_000, 16_000, 24_000] {
         assert!(advance(&mut group, now + t).is_empty());
         assert_eq!(
-            group.heartbeat(&ids[2], None, 1, now + t).0,
+            kafka(group.heartbeat(&ids[2], None, 1, now + t)).0,
             code(ResponseError::RebalanceInProgress)
         );
     }
@@ -464,7 +499,7 @@ fn rebalance_timeout_removes_stragglers() {
     assert_eq!(responses[&ids[0]].members.len(), 2);
     assert_eq!(group.generation_id(), 2);
     assert_eq!(
-        group.heartbeat(&ids[2], None, 2, timeout).0,
+        kafka(group.heartbeat(&ids[2], None, 2, timeout)).0,
         code(ResponseError::UnknownMemberId)
     );
 }
@@ -532,7 +567,7 @@ fn member_id_required_flow() {
         ..join_request("", "app")
     };
     let r = responded(group.join(request.clone(), T0).0);
-    assert_eq!(r.error_code, code(ResponseError::MemberIdRequired));
+    assert_eq!(r.error_code(), code(ResponseError::MemberIdRequired));
     assert_eq!(r.generation_id, -1);
     assert!(r.member_id.starts_with("app-"));
     assert_eq!(group.state(), GroupState::Empty);
@@ -559,7 +594,7 @@ fn member_id_required_flow() {
     let now = T0 + 10_000;
     group.sync(sync_request(&id, 1, vec![]), now);
     assert_eq!(group.state(), GroupState::Stable);
-    assert_eq!(group.heartbeat(&id, None, 1, now).0, NONE);
+    assert_eq!(kafka(group.heartbeat(&id, None, 1, now)).0, NONE);
     let other = responded(
         group
             .join(
@@ -571,7 +606,7 @@ fn member_id_required_flow() {
             )
             .0,
     );
-    assert_eq!(other.error_code, code(ResponseError::MemberIdRequired));
+    assert_eq!(other.error_code(), code(ResponseError::MemberIdRequired));
     wait_id(
         group
             .join(
@@ -620,7 +655,7 @@ fn member_id_required_flow() {
     group.sync(sync_request(&leader, 2, vec![]), now);
     assert_eq!(group.state(), GroupState::Stable);
     for member in &ids {
-        assert_eq!(group.heartbeat(member, None, 2, now).0, NONE);
+        assert_eq!(kafka(group.heartbeat(member, None, 2, now)).0, NONE);
     }
     wait_id(
         group
@@ -661,7 +696,7 @@ fn member_id_required_flow() {
             )
             .0,
     );
-    assert_eq!(late.error_code, code(ResponseError::UnknownMemberId));
+    assert_eq!(late.error_code(), code(ResponseError::UnknownMemberId));
 }
 
 /// A static member restarting within its session timeout (JoinGroup with
@@ -705,7 +740,7 @@ fn static_member_restart_does_not_rebalance() {
         "the new id is durable before the answer"
     );
     let r = &join_responses(&effects)[&new_id];
-    assert_eq!(r.error_code, NONE);
+    assert_eq!(r.error_code(), NONE);
     assert_eq!(r.generation_id, 1);
     assert_eq!(
         r.leader, s1,
@@ -722,27 +757,30 @@ fn static_member_restart_does_not_rebalance() {
 
     // The old incarnation is fenced everywhere.
     let fenced = code(ResponseError::FencedInstanceId);
-    assert_eq!(group.heartbeat(&s1, Some("i1"), 1, now).0, fenced);
+    assert_eq!(kafka(group.heartbeat(&s1, Some("i1"), 1, now)).0, fenced);
     assert_eq!(
-        group.validate_offset_commit(&s1, Some("i1"), 1, now),
+        kafka(group.validate_offset_commit(&s1, Some("i1"), 1, now)),
         Err(fenced)
     );
     assert_eq!(
-        sync_responded(group.sync(sync(&s1, "i1", 1, vec![]), now).0).error_code,
+        sync_responded(group.sync(sync(&s1, "i1", 1, vec![]), now).0).error_code(),
         fenced
     );
     assert_eq!(
-        responded(group.join(static_request(&s1, "i1"), now).0).error_code,
+        responded(group.join(static_request(&s1, "i1"), now).0).error_code(),
         fenced
     );
     assert_eq!(
-        group.leave(vec![(s1.clone(), Some("i1".into()))], now).0,
+        kafka(group.leave(vec![(s1.clone(), Some("i1".into()))], now)).0,
         vec![fenced]
     );
     assert_eq!(group.state(), GroupState::Stable);
 
     // A static member that stops is removed only at its session timeout.
-    assert_eq!(group.heartbeat(&new_id, Some("i1"), 1, now + 5_000).0, NONE);
+    assert_eq!(
+        kafka(group.heartbeat(&new_id, Some("i1"), 1, now + 5_000)).0,
+        NONE
+    );
     let s2_deadline = synced_at + i64::from(SESSION_MS); // s2 was last heard at its sync
     assert_eq!(group.next_deadline(), Some(s2_deadline));
     advance(&mut group, s2_deadline - 1);
@@ -761,13 +799,13 @@ fn static_member_leaves_by_instance_id() {
     let s1 = wait_id(group.join(static_request("", "i1"), T0).0);
     let s2 = wait_id(group.join(static_request("", "i2"), T0).0);
     advance(&mut group, T0 + 2 * INITIAL_DELAY_MS);
-    let (errors, _) = group.leave(
+    let (errors, _) = kafka(group.leave(
         vec![
             (String::new(), Some("i2".into())),
             (String::new(), Some("nobody".into())),
         ],
         T0 + 7_000,
-    );
+    ));
     assert_eq!(errors, vec![NONE, code(ResponseError::UnknownMemberId)]);
     assert!(!group.is_member(&s2));
     assert_eq!(group.state(), GroupState::PreparingRebalance);
@@ -787,7 +825,7 @@ fn inconsistent_group_protocol() {
         ..join_request("", "x")
     };
     assert_eq!(
-        responded(group.join(empty_list.clone(), T0).0).error_code,
+        responded(group.join(empty_list.clone(), T0).0).error_code(),
         inconsistent
     );
     let empty_type = JoinRequest {
@@ -795,7 +833,7 @@ fn inconsistent_group_protocol() {
         ..join_request("", "x")
     };
     assert_eq!(
-        responded(group.join(empty_type, T0).0).error_code,
+        responded(group.join(empty_type, T0).0).error_code(),
         inconsistent
     );
     assert_eq!(group.state(), GroupState::Empty);
@@ -807,16 +845,19 @@ fn inconsistent_group_protocol() {
     };
     let r = responded(group.join(connect, now).0);
     assert_eq!(
-        (r.error_code, r.member_id.as_str(), r.generation_id),
+        (r.error_code(), r.member_id.as_str(), r.generation_id),
         (inconsistent, "", -1)
     );
     let other = JoinRequest {
         protocols: vec![("roundrobin".into(), subscription(&["orders"]))],
         ..join_request("", "x")
     };
-    assert_eq!(responded(group.join(other, now).0).error_code, inconsistent);
     assert_eq!(
-        responded(group.join(empty_list, now).0).error_code,
+        responded(group.join(other, now).0).error_code(),
+        inconsistent
+    );
+    assert_eq!(
+        responded(group.join(empty_list, now).0).error_code(),
         inconsistent
     );
     // A known member too.
@@ -832,7 +873,7 @@ fn inconsistent_group_protocol() {
             .0,
     );
     assert_eq!(
-        (r.error_code, r.member_id.as_str()),
+        (r.error_code(), r.member_id.as_str()),
         (inconsistent, ids[1].as_str())
     );
     // Sharing one protocol is enough.
@@ -851,7 +892,7 @@ fn inconsistent_group_protocol() {
         ..sync_request(&ids[1], 1, vec![])
     };
     assert_eq!(
-        sync_responded(group.sync(wrong_name, now).0).error_code,
+        sync_responded(group.sync(wrong_name, now).0).error_code(),
         inconsistent
     );
     let wrong_type = SyncRequest {
@@ -859,7 +900,7 @@ fn inconsistent_group_protocol() {
         ..sync_request(&ids[1], 1, vec![])
     };
     assert_eq!(
-        sync_responded(group.sync(wrong_type, now).0).error_code,
+        sync_responded(group.sync(wrong_type, now).0).error_code(),
         inconsistent
     );
     let unnamed = SyncRequest {
@@ -867,7 +908,10 @@ fn inconsistent_group_protocol() {
         protocol_name: None,
         ..sync_request(&ids[1], 1, vec![])
     };
-    assert_eq!(sync_responded(group.sync(unnamed, now).0).error_code, NONE);
+    assert_eq!(
+        sync_responded(group.sync(unnamed, now).0).error_code(),
+        NONE
+    );
 }
 
 /// The protocol is the one every member supports that most members list
@@ -930,7 +974,7 @@ fn invalid_session_timeout() {
                 )
                 .0,
         );
-        assert_eq!((r.error_code, r.generation_id), (expected, -1));
+        assert_eq!((r.error_code(), r.generation_id), (expected, -1));
     }
     assert_eq!(group.state(), GroupState::Empty);
     for timeout in [6_000, 1_800_000] {
@@ -964,12 +1008,12 @@ fn group_max_size_reached() {
     let a = wait_id(group.join(join_request("", "a"), T0).0);
     let b = wait_id(group.join(join_request("", "b"), T0).0);
     let r = responded(group.join(join_request("", "c"), T0).0);
-    assert_eq!((r.error_code, r.member_id.as_str()), (full, ""));
+    assert_eq!((r.error_code(), r.member_id.as_str()), (full, ""));
     advance(&mut group, T0 + 2 * INITIAL_DELAY_MS);
     assert_eq!(group.members().len(), 2);
     let now = T0 + 7_000;
     assert_eq!(
-        responded(group.join(join_request("", "c"), now).0).error_code,
+        responded(group.join(join_request("", "c"), now).0).error_code(),
         full
     );
     assert_eq!(
@@ -984,7 +1028,7 @@ fn group_max_size_reached() {
                 )
                 .0
         )
-        .error_code,
+        .error_code(),
         full
     );
     // b rejoining (same metadata, CompletingRebalance) is accepted.
@@ -1003,7 +1047,7 @@ fn group_max_size_reached() {
     assert_eq!(group.state(), GroupState::PreparingRebalance);
     let c = wait_id(group.join(join_request("", "c"), now).0);
     let (outcome, effects) = group.join(join_request(&b, "b"), now);
-    assert_eq!(responded(outcome).error_code, full);
+    assert_eq!(responded(outcome).error_code(), full);
     assert!(!group.is_member(&b));
     let responses = join_responses(&effects);
     assert_eq!(responses[&a].generation_id, 2);
@@ -1016,19 +1060,19 @@ fn group_max_size_reached() {
 fn illegal_generation() {
     let illegal = code(ResponseError::IllegalGeneration);
     let (mut group, ids, now) = stable_group(2);
-    assert_eq!(group.heartbeat(&ids[1], None, 0, now).0, illegal);
-    assert_eq!(group.heartbeat(&ids[1], None, 2, now).0, illegal);
+    assert_eq!(kafka(group.heartbeat(&ids[1], None, 0, now)).0, illegal);
+    assert_eq!(kafka(group.heartbeat(&ids[1], None, 2, now)).0, illegal);
     assert_eq!(
-        sync_responded(group.sync(sync_request(&ids[1], 7, vec![]), now).0).error_code,
+        sync_responded(group.sync(sync_request(&ids[1], 7, vec![]), now).0).error_code(),
         illegal
     );
     assert_eq!(
-        group.validate_offset_commit(&ids[1], None, 0, now),
+        kafka(group.validate_offset_commit(&ids[1], None, 0, now)),
         Err(illegal)
     );
     // Unknown members are told so first.
     assert_eq!(
-        group.heartbeat("nobody", None, 0, now).0,
+        kafka(group.heartbeat("nobody", None, 0, now)).0,
         code(ResponseError::UnknownMemberId)
     );
 }
@@ -1042,37 +1086,49 @@ fn illegal_generation() {
 #[test]
 fn offset_commit_rules() {
     let mut group = Group::new("g".to_string(), config());
-    assert_eq!(group.validate_offset_commit("", None, -1, T0), Ok(()));
-    assert_eq!(group.validate_offset_commit("x", None, -1, T0), Ok(()));
     assert_eq!(
-        group.validate_offset_commit("x", None, 0, T0),
+        kafka(group.validate_offset_commit("", None, -1, T0)),
+        Ok(())
+    );
+    assert_eq!(
+        kafka(group.validate_offset_commit("x", None, -1, T0)),
+        Ok(())
+    );
+    assert_eq!(
+        kafka(group.validate_offset_commit("x", None, 0, T0)),
         Err(code(ResponseError::UnknownMemberId))
     );
 
     let (mut group, ids, now) = completing_group(2);
     assert_eq!(
-        group.validate_offset_commit(&ids[0], None, 1, now),
+        kafka(group.validate_offset_commit(&ids[0], None, 1, now)),
         Err(code(ResponseError::RebalanceInProgress))
     );
     assert_eq!(
-        group.validate_offset_commit("", None, -1, now),
+        kafka(group.validate_offset_commit("", None, -1, now)),
         Err(code(ResponseError::UnknownMemberId))
     );
 
     let (mut group, ids, now) = stable_group(2);
-    assert_eq!(group.validate_offset_commit(&ids[1], None, 1, now), Ok(()));
     assert_eq!(
-        group.validate_offset_commit("nobody", None, 1, now),
+        kafka(group.validate_offset_commit(&ids[1], None, 1, now)),
+        Ok(())
+    );
+    assert_eq!(
+        kafka(group.validate_offset_commit("nobody", None, 1, now)),
         Err(code(ResponseError::UnknownMemberId))
     );
     assert_eq!(
-        group.validate_offset_commit("", None, -1, now),
+        kafka(group.validate_offset_commit("", None, -1, now)),
         Err(code(ResponseError::UnknownMemberId))
     );
     // Commits refresh the session like heartbeats.
     for t in [8_000, 16_000] {
         for id in &ids {
-            assert_eq!(group.validate_offset_commit(id, None, 1, now + t), Ok(()));
+            assert_eq!(
+                kafka(group.validate_offset_commit(id, None, 1, now + t)),
+                Ok(())
+            );
         }
     }
     advance(&mut group, now + 20_000);
@@ -1082,7 +1138,10 @@ fn offset_commit_rules() {
     // PreparingRebalance: the current generation may still commit.
     let now = now + 20_000;
     wait_id(group.join(join_request("", "c"), now).0);
-    assert_eq!(group.validate_offset_commit(&ids[1], None, 1, now), Ok(()));
+    assert_eq!(
+        kafka(group.validate_offset_commit(&ids[1], None, 1, now)),
+        Ok(())
+    );
 
     // Everyone leaves: Empty again, simple commits allowed.
     let leaving = group
@@ -1090,13 +1149,16 @@ fn offset_commit_rules() {
         .into_iter()
         .map(|m| (m.member_id, None))
         .collect();
-    let (_, effects) = group.leave(leaving, now);
+    let (_, effects) = kafka(group.leave(leaving, now));
     assert!(effects.contains(&Effect::PersistGroup));
     assert_eq!(group.state(), GroupState::Empty);
-    assert_eq!(group.validate_offset_commit("", None, -1, now), Ok(()));
-    assert!(group.delete().is_ok());
     assert_eq!(
-        group.validate_offset_commit("", None, -1, now),
+        kafka(group.validate_offset_commit("", None, -1, now)),
+        Ok(())
+    );
+    assert!(kafka(group.delete()).is_ok());
+    assert_eq!(
+        kafka(group.validate_offset_commit("", None, -1, now)),
         Err(code(ResponseError::CoordinatorNotAvailable))
     );
 }
@@ -1107,9 +1169,15 @@ fn offset_commit_rules() {
 #[test]
 fn delete_rules() {
     let (mut group, ids, now) = stable_group(1);
-    assert_eq!(group.delete(), Err(code(ResponseError::NonEmptyGroup)));
+    assert_eq!(
+        kafka(group.delete()),
+        Err(code(ResponseError::NonEmptyGroup))
+    );
     wait_id(group.join(join_request("", "b"), now).0);
-    assert_eq!(group.delete(), Err(code(ResponseError::NonEmptyGroup)));
+    assert_eq!(
+        kafka(group.delete()),
+        Err(code(ResponseError::NonEmptyGroup))
+    );
 
     let mut group = Group::new("g".to_string(), config());
     // A pending member does not make the group non-empty.
@@ -1118,14 +1186,17 @@ fn delete_rules() {
         ..join_request("", "p")
     };
     responded(group.join(pending, T0).0);
-    assert_eq!(group.delete(), Ok(()));
+    assert_eq!(kafka(group.delete()), Ok(()));
     assert_eq!(group.state(), GroupState::Dead);
     assert_eq!(group.next_deadline(), None);
-    assert_eq!(group.delete(), Err(code(ResponseError::GroupIdNotFound)));
-    let r = responded(group.join(join_request("", "x"), T0).0);
-    assert_eq!(r.error_code, code(ResponseError::CoordinatorNotAvailable));
     assert_eq!(
-        group.heartbeat(&ids[0], None, 1, T0).0,
+        kafka(group.delete()),
+        Err(code(ResponseError::GroupIdNotFound))
+    );
+    let r = responded(group.join(join_request("", "x"), T0).0);
+    assert_eq!(r.error_code(), code(ResponseError::CoordinatorNotAvailable));
+    assert_eq!(
+        kafka(group.heartbeat(&ids[0], None, 1, T0)).0,
         code(ResponseError::CoordinatorNotAvailable)
     );
 }
@@ -1135,7 +1206,8 @@ fn delete_rules() {
 #[test]
 fn last_member_leaving_empties_the_group() {
     let (mut group, ids, now) = stable_group(2);
-    let (errors, effects) = group.leave(ids.iter().map(|id| (id.clone(), None)).collect(), now);
+    let (errors, effects) =
+        kafka(group.leave(ids.iter().map(|id| (id.clone(), None)).collect(), now));
     assert_eq!(errors, vec![NONE, NONE]);
     assert_eq!(effects, vec![Effect::PersistGroup]);
     assert_eq!(group.state(), GroupState::Empty);
@@ -1154,14 +1226,14 @@ fn last_member_leaving_empties_the_group() {
 #[test]
 fn leader_leaving_hands_over_leadership() {
     let (mut group, ids, now) = stable_group(3);
-    group.leave(vec![(ids[0].clone(), None)], now);
+    kafka(group.leave(vec![(ids[0].clone(), None)], now));
     let leader = group.leader().unwrap().to_string();
     assert!(group.is_member(&leader));
     // Only ids[2] rejoins before the timeout: it must lead.
     wait_id(group.join(join_request(&ids[2], "c"), now).0);
     for t in [8_000, 16_000, 24_000] {
         advance(&mut group, now + t);
-        group.heartbeat(&ids[1], None, 1, now + t);
+        kafka(group.heartbeat(&ids[1], None, 1, now + t));
     }
     let responses = join_responses(&advance(&mut group, now + i64::from(REBALANCE_MS)));
     assert_eq!(responses[&ids[2]].leader, ids[2]);
@@ -1181,9 +1253,9 @@ fn parked_requests_of_removed_members_are_answered() {
         ..join_request(&ids[1], "b")
     };
     wait_id(group.join(changed, now).0);
-    let (_, effects) = group.leave(vec![(ids[1].clone(), None)], now);
+    let (_, effects) = kafka(group.leave(vec![(ids[1].clone(), None)], now));
     assert_eq!(
-        join_responses(&effects)[&ids[1]].error_code,
+        join_responses(&effects)[&ids[1]].error_code(),
         code(ResponseError::UnknownMemberId)
     );
 
@@ -1214,7 +1286,7 @@ fn parked_requests_of_removed_members_are_answered() {
     let newcomer = wait_id(group.join(join_request("", "n"), T0 + 4_000).0);
     let effects = advance(&mut group, T0 + 4_000 + 300_000);
     assert_eq!(
-        join_responses(&effects)[&newcomer].error_code,
+        join_responses(&effects)[&newcomer].error_code(),
         code(ResponseError::UnknownMemberId)
     );
     assert!(!group.is_member(&newcomer));
@@ -1233,7 +1305,7 @@ fn sync_timeout_removes_silent_members() {
     for t in [8_000, 16_000, 24_000] {
         advance(&mut group, now + t);
         for id in &ids {
-            group.heartbeat(id, None, 1, now + t);
+            kafka(group.heartbeat(id, None, 1, now + t));
         }
     }
     let deadline = now + i64::from(REBALANCE_MS);
@@ -1258,7 +1330,7 @@ fn unchanged_rejoin_gets_current_generation() {
     let (mut group, ids, now) = stable_group(2);
     let r = responded(group.join(join_request(&ids[1], "b"), now).0);
     assert_eq!(
-        (r.error_code, r.generation_id, r.leader.as_str()),
+        (r.error_code(), r.generation_id, r.leader.as_str()),
         (NONE, 1, ids[0].as_str())
     );
     assert_eq!(group.state(), GroupState::Stable);
@@ -1314,7 +1386,7 @@ fn restore_from_snapshot() {
         restored.next_deadline(),
         Some(later + i64::from(SESSION_MS))
     );
-    assert_eq!(restored.heartbeat(&ids[1], None, 1, later).0, NONE);
+    assert_eq!(kafka(restored.heartbeat(&ids[1], None, 1, later)).0, NONE);
     let r = sync_responded(restored.sync(sync_request(&ids[1], 1, vec![]), later).0);
     assert_eq!(r.assignment, assignment_for(&ids[1]));
     assert_eq!(
@@ -1345,7 +1417,10 @@ fn restore_from_snapshot() {
     assert_eq!(restored.state(), GroupState::Empty);
     assert_eq!(restored.generation_id(), 4);
     assert_eq!(restored.next_deadline(), None);
-    assert_eq!(restored.validate_offset_commit("", None, -1, later), Ok(()));
+    assert_eq!(
+        kafka(restored.validate_offset_commit("", None, -1, later)),
+        Ok(())
+    );
     // No extensions after generation 0: one window.
     wait_id(restored.join(join_request("", "a"), later).0);
     wait_id(restored.join(join_request("", "b"), later + 1).0);
@@ -1561,17 +1636,19 @@ impl Harness {
     }
 
     fn on_join_result(&mut self, client: Option<usize>, result: &JoinResult) {
-        if result.error_code == NONE {
+        if result.error_code() == NONE {
             self.joined
                 .insert(result.member_id.clone(), result.generation_id);
         }
         let Some(client) = client else { return };
         let c = &mut self.clients[client];
-        if result.error_code == NONE || result.error_code == code(ResponseError::MemberIdRequired) {
+        if result.error_code() == NONE
+            || result.error_code() == code(ResponseError::MemberIdRequired)
+        {
             c.member_id = result.member_id.clone();
             c.generation_id = result.generation_id;
-        } else if result.error_code == code(ResponseError::UnknownMemberId)
-            || result.error_code == code(ResponseError::FencedInstanceId)
+        } else if result.error_code() == code(ResponseError::UnknownMemberId)
+            || result.error_code() == code(ResponseError::FencedInstanceId)
         {
             c.member_id.clear();
             c.generation_id = -1;
@@ -1665,22 +1742,22 @@ impl Harness {
             }
             Op::Heartbeat { client } => {
                 let c = &self.clients[client];
-                let (_, effects) = self.group.heartbeat(
+                let (_, effects) = kafka(self.group.heartbeat(
                     &c.member_id.clone(),
                     instance(client).as_deref(),
                     c.generation_id,
                     now,
-                );
+                ));
                 prop_assert!(effects.is_empty());
             }
             Op::Commit { client } => {
                 let c = &self.clients[client];
-                let _ = self.group.validate_offset_commit(
+                let _ = kafka(self.group.validate_offset_commit(
                     &c.member_id.clone(),
                     instance(client).as_deref(),
                     c.generation_id,
                     now,
-                );
+                ));
             }
             Op::Leave {
                 client,
@@ -1691,7 +1768,8 @@ impl Harness {
                 } else {
                     self.clients[client].member_id.clone()
                 };
-                let (errors, effects) = self.group.leave(vec![(member_id, instance(client))], now);
+                let (errors, effects) =
+                    kafka(self.group.leave(vec![(member_id, instance(client))], now));
                 prop_assert_eq!(errors.len(), 1);
                 if errors[0] == NONE {
                     self.clients[client] = Client {
@@ -1723,7 +1801,7 @@ impl Harness {
             }
             Op::Delete => {
                 let before = self.group.state();
-                let result = self.group.delete();
+                let result = kafka(self.group.delete());
                 prop_assert_eq!(result.is_ok(), before == GroupState::Empty);
                 if result.is_ok() {
                     prop_assert!(self.parked_joins.is_empty() && self.parked_syncs.is_empty());

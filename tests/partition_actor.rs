@@ -12,8 +12,8 @@ use ferrolog::actors::log::{
 };
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
-    PartitionAssignment, PartitionHandle, ReadRecords, ReplicaContext, ReplicaFetch, Restart,
-    StopPartition, TruncateReplica,
+    PartitionAssignment, PartitionError, PartitionHandle, Produced, ReadRecords, ReplicaContext,
+    ReplicaFetch, Restart, StopPartition, TruncateReplica,
 };
 use ferrolog::clock::SystemClock;
 use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
@@ -116,7 +116,7 @@ fn a_restarted_partition_rebuilds_its_state_from_the_log() {
         }
         assert_eq!((state.log_end_offset, state.high_watermark), (10, 10));
         assert_eq!(*partition.high_watermark.borrow(), 10);
-        let (info, _) = partition
+        let Produced { info, .. } = partition
             .addr
             .send(AppendRecords {
                 records: batch.clone(),
@@ -151,7 +151,10 @@ fn a_partition_that_keeps_failing_goes_offline() {
             .await
             .unwrap();
         assert!(
-            matches!(outcome, Err(LogActorError::PartitionOffline { .. })),
+            matches!(
+                outcome,
+                Err(PartitionError::Log(LogActorError::PartitionOffline { .. }))
+            ),
             "{outcome:?}"
         );
     });
@@ -172,7 +175,7 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
             ..PartitionAssignment::sole_replica(0)
         };
         let leader = new_partition(&log, "led", in_epoch_7(0)).await;
-        let (info, _) = leader
+        let Produced { info, .. } = leader
             .addr
             .send(AppendRecords {
                 records: batch_v2(5, 10, Compression::None),
@@ -197,7 +200,7 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
         assert!(
             matches!(
                 refused,
-                Err(LogActorError::Replication(
+                Err(PartitionError::Replication(
                     ferrolog::replication::ReplicationError::NotLeaderOrFollower
                 ))
             ),
@@ -416,11 +419,9 @@ fn acks_all(min_insync_replicas: usize, timeout_ms: u64) -> Acks {
     }
 }
 
-fn replication_error(
-    answer: Result<(ferrolog::storage::AppendInfo, i64), LogActorError>,
-) -> ReplicationError {
+fn replication_error(answer: Result<Produced, PartitionError>) -> ReplicationError {
     match answer {
-        Err(LogActorError::Replication(e)) => e,
+        Err(PartitionError::Replication(e)) => e,
         other => panic!("expected a replication error, got {other:?}"),
     }
 }
@@ -783,7 +784,10 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
             log_start_offset: 0,
         };
         match leader.addr.send(fetch(100)).await.unwrap() {
-            Err(LogActorError::Log(LogError::OffsetOutOfRange { offset: 100, .. })) => {}
+            Err(PartitionError::Log(LogActorError::Log(LogError::OffsetOutOfRange {
+                offset: 100,
+                ..
+            }))) => {}
             other => panic!("expected OFFSET_OUT_OF_RANGE, got {other:?}"),
         }
         let state = leader.addr.send(GetState).await.unwrap();
@@ -821,7 +825,7 @@ fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
         }));
         let (appended, bumped) = futures_util::future::join(append, bump).await;
         bumped.unwrap().unwrap();
-        let (info, _) = appended.unwrap().expect("the append is answered");
+        let Produced { info, .. } = appended.unwrap().expect("the append is answered");
         assert_eq!(info.log_end_offset, 5);
         let state = leader.addr.send(GetReplicaState).await.unwrap();
         assert_eq!((state.leader_epoch, state.offsets.high_watermark), (2, 5));
@@ -855,7 +859,7 @@ fn a_truncation_from_an_older_leader_epoch_is_refused() {
             leader_epoch,
         };
         match follower.addr.send(truncate(2)).await.unwrap() {
-            Err(LogActorError::Replication(ReplicationError::FencedLeaderEpoch {
+            Err(PartitionError::Replication(ReplicationError::FencedLeaderEpoch {
                 requested: 2,
                 current: 3,
             })) => {}
@@ -905,7 +909,7 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
             consumer_latest: !for_replica,
         };
         match leader.addr.send(offsets(2, false)).await.unwrap() {
-            Err(LogActorError::Replication(ReplicationError::OffsetNotAvailable {
+            Err(PartitionError::Replication(ReplicationError::OffsetNotAvailable {
                 high_watermark: 0,
                 epoch_start_offset: 5,
             })) => {}
@@ -914,7 +918,7 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
         let replica = leader.addr.send(offsets(-1, true)).await.unwrap().unwrap();
         assert_eq!((replica.log_end_offset, replica.high_watermark), (5, 0));
         match leader.addr.send(offsets(1, true)).await.unwrap() {
-            Err(LogActorError::Replication(ReplicationError::FencedLeaderEpoch { .. })) => {}
+            Err(PartitionError::Replication(ReplicationError::FencedLeaderEpoch { .. })) => {}
             other => panic!("expected FENCED_LEADER_EPOCH, got {other:?}"),
         }
         follower_fetches(&leader, 5, 2).await;

@@ -77,6 +77,8 @@ pub enum ControllerError {
     Store(#[from] MetadataError),
     #[error("log: {0}")]
     Log(#[from] LogActorError),
+    #[error("partition: {0}")]
+    Partition(#[from] crate::actors::partition::PartitionError),
     #[error("the controller is not running")]
     Stopped,
     #[error("this broker is not the controller")]
@@ -124,16 +126,18 @@ impl ControllerError {
             ControllerError::DeletionDisabled => E::TopicDeletionDisabled.code(),
             ControllerError::InvalidRequest(_) => E::InvalidRequest.code(),
             ControllerError::Log(e) => e.code(),
+            ControllerError::Partition(e) => e.code(),
             ControllerError::BrokerNotAvailable(_) => E::BrokerNotAvailable.code(),
             ControllerError::PolicyViolation(_) => E::PolicyViolation.code(),
             ControllerError::DynamicConfig(e) => e.code(),
             ControllerError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
-            // The controller may be elsewhere (or the store unreachable):
-            // clients retry and refresh metadata.
+            // The controller is elsewhere, or this broker's is stopping:
+            // clients refresh their metadata and retry at the controller.
             ControllerError::ControllerElsewhere { .. }
             | ControllerError::NotController
+            | ControllerError::Stopped
             | ControllerError::ControllerMoved { .. } => E::NotController.code(),
-            ControllerError::Store(_) | ControllerError::Stopped | ControllerError::DuplicateBrokerId { .. } => {
+            ControllerError::Store(_) | ControllerError::DuplicateBrokerId { .. } => {
                 E::UnknownServerError.code()
             }
         }
@@ -868,3 +872,24 @@ mod topics;
 
 pub use leadership::{ControlledShutdown, ElectLeaders, ElectionType, RebalanceLeaders};
 use topics::partition_metadata;
+
+#[cfg(test)]
+mod tests {
+    use super::ControllerError;
+    use kafka_protocol::error::ResponseError;
+
+    /// One code per error wherever it is answered (issue 22): a stopped
+    /// controller is NOT_CONTROLLER for CreateTopics as for ElectLeaders
+    /// or a control request, so each client retries at the controller.
+    #[test]
+    fn a_stopped_controller_is_not_the_controller_for_every_request() {
+        assert_eq!(
+            ControllerError::Stopped.code(),
+            ResponseError::NotController.code()
+        );
+        assert_eq!(
+            ControllerError::ControllerMoved { epoch: 3 }.code(),
+            ResponseError::NotController.code()
+        );
+    }
+}

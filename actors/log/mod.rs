@@ -58,9 +58,6 @@ pub enum LogActorError {
     ShardPanic { what: &'static str, reason: String },
     #[error("the log actor is not running")]
     Stopped,
-    /// The partition actor's refusal (leadership, ISR, epochs).
-    #[error(transparent)]
-    Replication(#[from] crate::replication::ReplicationError),
 }
 
 impl LogActorError {
@@ -71,7 +68,6 @@ impl LogActorError {
             LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
             LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
             LogActorError::Log(e) => e.code(),
-            LogActorError::Replication(e) => e.code(),
             LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
                 ResponseError::KafkaStorageError.code()
             }

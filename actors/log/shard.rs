@@ -573,7 +573,7 @@ partition_request!(
 
 partition_request!(
     /// OffsetForLeaderEpoch: `(epoch, end offset)` for `epoch`.
-    EndOffsetForEpoch { epoch: i32 } -> (i32, i64),
+    EndOffsetForEpoch { epoch: i32 } -> crate::storage::EpochEndOffset,
     |log, now, msg| Ok(log.end_offset_for_epoch(msg.epoch))
 );
 

@@ -24,14 +24,6 @@ impl RequiredAcks {
     pub const ALL: RequiredAcks = RequiredAcks(-1);
 }
 
-/// A partition's append, answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Produced {
-    pub info: AppendInfo,
-    /// The partition's log start offset after the append.
-    pub log_start_offset: i64,
-}
-
 /// Why a partition's append was refused, each with Kafka's code.
 #[derive(Debug, thiserror::Error)]
 pub enum ProduceError {
@@ -50,7 +42,7 @@ pub enum ProduceError {
     NotServed { tp: TopicPartition, code: i16 },
     /// The partition actor refused or failed the append.
     #[error(transparent)]
-    Partition(#[from] LogActorError),
+    Partition(#[from] PartitionError),
     /// The partition actor stopped (a restart or a leadership move) before
     /// it answered (NOT_LEADER_OR_FOLLOWER: the client retries).
     #[error("the partition actor stopped before answering")]
@@ -123,10 +115,7 @@ impl ProducePath {
         });
         Box::pin(async move {
             match append.await {
-                Ok(Ok((info, log_start_offset))) => Ok(Produced {
-                    info,
-                    log_start_offset,
-                }),
+                Ok(Ok(produced)) => Ok(produced),
                 Ok(Err(e)) => Err(ProduceError::Partition(e)),
                 Err(_) => Err(ProduceError::PartitionStopped),
             }

@@ -49,19 +49,19 @@ pub struct PartitionRead {
 }
 
 impl Message for ReadRecords {
-    type Result = Result<PartitionRead, LogActorError>;
+    type Result = Result<PartitionRead, PartitionError>;
 }
 
 impl Handler<ReadRecords> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<PartitionRead, PartitionError>>;
 
     fn handle(&mut self, msg: ReadRecords, ctx: &mut Context<Self>) -> Self::Result {
         let serves = match &self.role {
             Role::Follower { leader_epoch, .. } if msg.follower_may_serve => {
                 match self.offline_error() {
-                    Some(e) => Err(e),
+                    Some(e) => Err(e.into()),
                     None => ReplicationError::check_epoch(msg.current_leader_epoch, *leader_epoch)
-                        .map_err(LogActorError::from),
+                        .map_err(PartitionError::from),
                 }
             }
             _ => self.check_leader(msg.current_leader_epoch),
@@ -106,7 +106,7 @@ impl PartitionActor {
         offset: i64,
         max_bytes: u64,
         committed_only: bool,
-    ) -> ResponseActFuture<Self, Result<PartitionRead, LogActorError>> {
+    ) -> ResponseActFuture<Self, Result<PartitionRead, PartitionError>> {
         let shard = self.shard.clone();
         let tp = self.tp.clone();
         Box::pin(
@@ -153,11 +153,11 @@ pub struct ReplicaFetch {
 }
 
 impl Message for ReplicaFetch {
-    type Result = Result<PartitionRead, LogActorError>;
+    type Result = Result<PartitionRead, PartitionError>;
 }
 
 impl Handler<ReplicaFetch> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<PartitionRead, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<PartitionRead, PartitionError>>;
 
     fn handle(&mut self, msg: ReplicaFetch, ctx: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.check_leader(msg.current_leader_epoch) {
@@ -188,7 +188,7 @@ impl Handler<ReplicaFetch> for PartitionActor {
         {
             // Never counted: a follower whose log runs past this leader's
             // truncates to its end, then fetches again.
-            return Box::pin(fut::ready(Err(LogActorError::Log(
+            return Box::pin(fut::ready(Err(PartitionError::from(
                 crate::storage::LogError::OffsetOutOfRange {
                     offset: msg.offset,
                     log_start_offset: self.state.log_start_offset,

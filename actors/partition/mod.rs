@@ -56,6 +56,7 @@ use super::pool::ActorPool;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 
 mod append;
+mod error;
 mod fetch;
 mod isr;
 mod produce;
@@ -63,8 +64,9 @@ mod queries;
 mod replica;
 
 pub use append::{ProduceError, ProducePath, RequiredAcks};
+pub use error::PartitionError;
 pub use fetch::{PartitionRead, ReadRecords, ReplicaFetch};
-pub use produce::{Acks, AppendRecords};
+pub use produce::{Acks, AppendRecords, Produced};
 pub use queries::{
     DeleteRecordsBefore, GetState, LeaderOffsets, OffsetForTimestamp, StopPartition, UpdateConfig,
 };
@@ -175,7 +177,7 @@ enum Role {
 type AckReply = oneshot::Sender<Result<(), ReplicationError>>;
 
 /// Answers a DeleteRecords once every live replica dropped the records.
-type DeleteRecordsReply = oneshot::Sender<Result<i64, LogActorError>>;
+type DeleteRecordsReply = oneshot::Sender<Result<i64, PartitionError>>;
 
 /// Answers a produce once its records are flushed (`flush.messages`).
 type FlushReply = oneshot::Sender<Result<(), LogActorError>>;
@@ -298,9 +300,9 @@ impl PartitionActor {
     }
 
     /// Serving as leader, for a request carrying `current_leader_epoch`.
-    fn check_leader(&self, current_leader_epoch: i32) -> Result<(), LogActorError> {
+    fn check_leader(&self, current_leader_epoch: i32) -> Result<(), PartitionError> {
         if let Some(e) = self.offline_error() {
-            return Err(e);
+            return Err(e.into());
         }
         match &self.role {
             Role::Leader(leader) => {
@@ -459,6 +461,11 @@ impl PartitionActor {
                 })
             }
         }
+    }
+
+    /// A shard's answer, as this partition answers it.
+    async fn from_shard<T>(reply: ShardReply<T>) -> Result<T, PartitionError> {
+        Ok(reply.await?)
     }
 
     /// Note a log that went offline under this partition.

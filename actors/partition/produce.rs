@@ -17,6 +17,14 @@ pub enum Acks {
     },
 }
 
+/// A partition's append, answered (the produce response's offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Produced {
+    pub info: AppendInfo,
+    /// The partition's log start offset after the append.
+    pub log_start_offset: i64,
+}
+
 /// Append a producer's records as leader.
 #[derive(Debug)]
 pub struct AppendRecords {
@@ -25,12 +33,11 @@ pub struct AppendRecords {
 }
 
 impl Message for AppendRecords {
-    type Result = Result<(AppendInfo, i64), LogActorError>;
+    type Result = Result<Produced, PartitionError>;
 }
 
 impl Handler<AppendRecords> for PartitionActor {
-    /// The append and the log start offset after it.
-    type Result = ResponseActFuture<Self, Result<(AppendInfo, i64), LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<Produced, PartitionError>>;
 
     fn handle(&mut self, msg: AppendRecords, ctx: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.check_leader(-1) {
@@ -122,11 +129,11 @@ impl Handler<AppendRecords> for PartitionActor {
                     }
                     Ok((info, log_start, flushed, Some((confirmed, timeout))))
                 })
-                .then(|result: Result<_, LogActorError>, _actor, _ctx| {
+                .then(|result: Result<_, PartitionError>, _actor, _ctx| {
                     fut::wrap_future(async move {
                         let (info, log_start, flushed, wait) = result?;
                         if let Some(flushed) = flushed {
-                            flushed.await.map_err(|_| LogActorError::Stopped)??;
+                            flushed.await.map_err(|_| PartitionError::Stopped)??;
                         }
                         if let Some((confirmed, timeout)) = wait {
                             match tokio::time::timeout(timeout, confirmed).await {
@@ -137,7 +144,10 @@ impl Handler<AppendRecords> for PartitionActor {
                                 Err(_) => return Err(ReplicationError::RequestTimedOut.into()),
                             }
                         }
-                        Ok((info, log_start))
+                        Ok(Produced {
+                            info,
+                            log_start_offset: log_start,
+                        })
                     })
                 }),
         )

@@ -48,11 +48,11 @@ pub struct LeaderOffsets {
 }
 
 impl Message for LeaderOffsets {
-    type Result = Result<PartitionState, LogActorError>;
+    type Result = Result<PartitionState, PartitionError>;
 }
 
 impl Handler<LeaderOffsets> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<PartitionState, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<PartitionState, PartitionError>>;
 
     fn handle(&mut self, msg: LeaderOffsets, ctx: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.check_leader(msg.current_leader_epoch) {
@@ -135,11 +135,11 @@ pub struct OffsetForTimestamp {
 }
 
 impl Message for OffsetForTimestamp {
-    type Result = Result<Option<(i64, i64)>, LogActorError>;
+    type Result = Result<Option<(i64, i64)>, PartitionError>;
 }
 
 impl Handler<OffsetForTimestamp> for PartitionActor {
-    type Result = ResponseFuture<Result<Option<(i64, i64)>, LogActorError>>;
+    type Result = ResponseFuture<Result<Option<(i64, i64)>, PartitionError>>;
 
     fn handle(&mut self, msg: OffsetForTimestamp, _ctx: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.check_leader(-1) {
@@ -169,11 +169,11 @@ pub struct DeleteRecordsBefore {
 }
 
 impl Message for DeleteRecordsBefore {
-    type Result = Result<i64, LogActorError>;
+    type Result = Result<i64, PartitionError>;
 }
 
 impl Handler<DeleteRecordsBefore> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<i64, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<i64, PartitionError>>;
 
     fn handle(&mut self, msg: DeleteRecordsBefore, _ctx: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.check_leader(-1) {
@@ -191,7 +191,7 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
         Box::pin(
             async move {
                 if offset > high_watermark || offset < 0 {
-                    return Err(LogActorError::Log(
+                    return Err(PartitionError::from(
                         crate::storage::LogError::OffsetOutOfRange {
                             offset,
                             log_start_offset: 0,
@@ -199,9 +199,9 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
                         },
                     ));
                 }
-                shard
+                Ok(shard
                     .send(log_actor::DeleteRecordsBefore { tp, offset })
-                    .await
+                    .await?)
             }
             .into_actor(self)
             .then(move |result, actor, ctx| {
@@ -243,7 +243,7 @@ impl PartitionActor {
         offset: i64,
         timeout_ms: i64,
         ctx: &mut Context<Self>,
-    ) -> oneshot::Receiver<Result<i64, LogActorError>> {
+    ) -> oneshot::Receiver<Result<i64, PartitionError>> {
         let (reply, answer) = oneshot::channel();
         let now = self.now_ms();
         self.delayed_deletes.park(offset, now + timeout_ms, reply);
@@ -268,7 +268,7 @@ impl PartitionActor {
         };
         let now = self.now_ms();
         for (reply, answer) in self.delayed_deletes.complete(low_watermark, now) {
-            let _ = reply.send(answer.map_err(LogActorError::from));
+            let _ = reply.send(answer.map_err(PartitionError::from));
         }
     }
 }
@@ -280,11 +280,11 @@ pub struct UpdateConfig {
 }
 
 impl Message for UpdateConfig {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), PartitionError>;
 }
 
 impl Handler<UpdateConfig> for PartitionActor {
-    type Result = ResponseFuture<Result<(), LogActorError>>;
+    type Result = ResponseFuture<Result<(), PartitionError>>;
 
     fn handle(&mut self, msg: UpdateConfig, _ctx: &mut Context<Self>) -> Self::Result {
         let shard = self.shard.clone();
@@ -292,7 +292,7 @@ impl Handler<UpdateConfig> for PartitionActor {
             tp: self.tp.clone(),
             config: msg.config,
         };
-        Box::pin(async move { shard.send(update).await })
+        Box::pin(async move { Ok(shard.send(update).await?) })
     }
 }
 

@@ -10,11 +10,11 @@ use super::*;
 pub struct ApplyAssignment(pub PartitionAssignment);
 
 impl Message for ApplyAssignment {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, PartitionError>;
 }
 
 impl Handler<ApplyAssignment> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<LogOffsets, PartitionError>>;
 
     fn handle(&mut self, msg: ApplyAssignment, ctx: &mut Context<Self>) -> Self::Result {
         let current = self.leader_epoch();
@@ -32,7 +32,7 @@ impl Handler<ApplyAssignment> for PartitionActor {
             },
             ctx,
         );
-        Box::pin(offsets.into_actor(self))
+        Box::pin(Self::from_shard(offsets).into_actor(self))
     }
 }
 
@@ -47,15 +47,15 @@ pub struct AppendAsFollower {
 }
 
 impl Message for AppendAsFollower {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, PartitionError>;
 }
 
 impl Handler<AppendAsFollower> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<LogOffsets, PartitionError>>;
 
     fn handle(&mut self, msg: AppendAsFollower, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(e) = self.offline_error() {
-            return Box::pin(fut::ready(Err(e)));
+            return Box::pin(fut::ready(Err(e.into())));
         }
         match self.role {
             Role::Follower { leader_epoch, .. } if leader_epoch == msg.leader_epoch => {}
@@ -104,11 +104,11 @@ pub struct TruncateReplica {
 }
 
 impl Message for TruncateReplica {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, PartitionError>;
 }
 
 impl Handler<TruncateReplica> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<LogOffsets, PartitionError>>;
 
     fn handle(&mut self, msg: TruncateReplica, ctx: &mut Context<Self>) -> Self::Result {
         match self.role {
@@ -171,11 +171,11 @@ pub struct EndOffsetForLeaderEpoch {
 }
 
 impl Message for EndOffsetForLeaderEpoch {
-    type Result = Result<(i32, i64), LogActorError>;
+    type Result = Result<crate::storage::EpochEndOffset, PartitionError>;
 }
 
 impl Handler<EndOffsetForLeaderEpoch> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<(i32, i64), LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<crate::storage::EpochEndOffset, PartitionError>>;
 
     fn handle(&mut self, msg: EndOffsetForLeaderEpoch, ctx: &mut Context<Self>) -> Self::Result {
         if msg.as_leader {
@@ -190,7 +190,7 @@ impl Handler<EndOffsetForLeaderEpoch> for PartitionActor {
             },
             ctx,
         );
-        Box::pin(reply.into_actor(self))
+        Box::pin(Self::from_shard(reply).into_actor(self))
     }
 }
 
@@ -200,11 +200,11 @@ impl Handler<EndOffsetForLeaderEpoch> for PartitionActor {
 pub struct LocalLogOffsets;
 
 impl Message for LocalLogOffsets {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, PartitionError>;
 }
 
 impl Handler<LocalLogOffsets> for PartitionActor {
-    type Result = ResponseActFuture<Self, Result<LogOffsets, LogActorError>>;
+    type Result = ResponseActFuture<Self, Result<LogOffsets, PartitionError>>;
 
     fn handle(&mut self, _msg: LocalLogOffsets, ctx: &mut Context<Self>) -> Self::Result {
         let reply = self.dispatch(
@@ -213,6 +213,6 @@ impl Handler<LocalLogOffsets> for PartitionActor {
             },
             ctx,
         );
-        Box::pin(reply.into_actor(self))
+        Box::pin(Self::from_shard(reply).into_actor(self))
     }
 }

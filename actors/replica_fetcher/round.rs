@@ -22,7 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::net::client::BrokerClient;
 use crate::storage::batch::LOG_OVERHEAD;
-use crate::storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+use crate::storage::leader_epoch::{EpochEndOffset, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use crate::topic_partition::TopicPartition;
 
 use super::super::log::LogOffsets;
@@ -156,7 +156,7 @@ async fn truncate(
     handle: &PartitionHandle,
     leader_epoch: i32,
     local: LogOffsets,
-    mut first: Option<Result<(i32, i64), FollowerError>>,
+    mut first: Option<Result<EpochEndOffset, FollowerError>>,
 ) -> Result<i64, FollowerError> {
     let mut epoch = local.latest_leader_epoch;
     let mut cut = None;
@@ -166,7 +166,10 @@ async fn truncate(
             cut = Some(local.high_watermark);
             break;
         }
-        let (leader_end_epoch, leader_end_offset) = match first.take() {
+        let EpochEndOffset {
+            leader_epoch: leader_end_epoch,
+            end_offset: leader_end_offset,
+        } = match first.take() {
             Some(answer) => answer?,
             None => leader_end_offset(client, config, tp, leader_epoch, epoch).await?,
         };
@@ -178,7 +181,10 @@ async fn truncate(
             cut = Some(leader_end_offset.min(local.log_end_offset));
             break;
         }
-        let (local_epoch, local_end) = ask(
+        let EpochEndOffset {
+            leader_epoch: local_epoch,
+            end_offset: local_end,
+        } = ask(
             handle,
             EndOffsetForLeaderEpoch {
                 leader_epoch: leader_end_epoch,
@@ -215,7 +221,7 @@ async fn truncate(
 #[derive(Debug, thiserror::Error)]
 enum FollowerError {
     #[error(transparent)]
-    Log(#[from] super::super::log::LogActorError),
+    Partition(#[from] super::super::partition::PartitionError),
     #[error("the partition actor stopped")]
     PartitionGone,
     #[error("no common leader epoch after {0} rounds")]
@@ -230,7 +236,7 @@ enum FollowerError {
 
 async fn ask<M, T>(handle: &PartitionHandle, msg: M) -> Result<T, FollowerError>
 where
-    M: actix::Message<Result = Result<T, super::super::log::LogActorError>> + Send + 'static,
+    M: actix::Message<Result = Result<T, super::super::partition::PartitionError>> + Send + 'static,
     T: Send + 'static,
     super::super::partition::PartitionActor: actix::Handler<M>,
 {
@@ -253,7 +259,7 @@ async fn leader_end_offsets(
     client: &mut BrokerClient,
     config: &ReplicaFetcherConfig,
     questions: &[EpochQuestion],
-) -> Result<HashMap<TopicPartition, Result<(i32, i64), FollowerError>>, FollowerError> {
+) -> Result<HashMap<TopicPartition, Result<EpochEndOffset, FollowerError>>, FollowerError> {
     if questions.is_empty() {
         return Ok(HashMap::new());
     }
@@ -289,7 +295,7 @@ async fn leader_end_offsets(
     for topic in response.topics {
         for p in topic.partitions {
             let answer = match p.error_code {
-                0 => Ok((p.leader_epoch, p.end_offset)),
+                0 => Ok(EpochEndOffset::new(p.leader_epoch, p.end_offset)),
                 code => Err(FollowerError::LeaderError(code)),
             };
             answers.insert(
@@ -307,7 +313,7 @@ async fn leader_end_offset(
     tp: &TopicPartition,
     current_leader_epoch: i32,
     epoch: i32,
-) -> Result<(i32, i64), FollowerError> {
+) -> Result<EpochEndOffset, FollowerError> {
     let question = EpochQuestion {
         tp: tp.clone(),
         current_leader_epoch,

@@ -7,7 +7,6 @@
 //! ControlledShutdown (key 7, v0-3) goes the other way: a stopping broker
 //! asks the active controller to move its leaderships away.
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_protocol::messages::{
     ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
@@ -22,10 +21,7 @@ use crate::actors::replica_manager::{ApplyLeaderAndIsr, ApplyStopReplica, ApplyU
 
 fn failed(error: ControllerError) -> i16 {
     log::warn!("a control request failed: {error}");
-    match error {
-        ControllerError::Stopped => ResponseError::NotController.code(),
-        other => other.code(),
-    }
+    error.code()
 }
 
 pub async fn leader_and_isr(

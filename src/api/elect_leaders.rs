@@ -52,10 +52,7 @@ pub async fn handle(
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => {
-            let code = match e {
-                ControllerError::Stopped => ResponseError::NotController.code(),
-                other => other.code(),
-            };
+            let code = e.code();
             if version >= 1 {
                 return ElectLeadersResponse::default().with_error_code(code);
             }

@@ -52,7 +52,7 @@ pub async fn handle(
     }
     match ask_group(ctx, &request.group_id.0, JoinGroup(join), true).await {
         Ok(Some(r)) => JoinGroupResponse::default()
-            .with_error_code(r.error_code)
+            .with_error_code(r.error_code())
             .with_generation_id(r.generation_id)
             .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
             // Not nullable before v7: Kafka sends "" there.

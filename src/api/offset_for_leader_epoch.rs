@@ -48,9 +48,9 @@ pub async fn handle(
                     })
                     .await
                 {
-                    Ok(Ok((epoch, end_offset))) => {
-                        answer.with_leader_epoch(epoch).with_end_offset(end_offset)
-                    }
+                    Ok(Ok(found)) => answer
+                        .with_leader_epoch(found.leader_epoch)
+                        .with_end_offset(found.end_offset),
                     Ok(Err(e)) => answer.with_error_code(e.code()),
                     Err(_) => answer.with_error_code(ResponseError::NotLeaderOrFollower.code()),
                 }

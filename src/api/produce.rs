@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::create_topics::auto_create_topic;
 use super::BrokerContext;
 use crate::actors::log::LogActorError;
-use crate::actors::partition::{ProduceError, RequiredAcks};
+use crate::actors::partition::{PartitionError, ProduceError, RequiredAcks};
 use crate::storage::batch::BatchError;
 use crate::storage::LogError;
 use crate::topic_partition::TopicPartition;
@@ -214,10 +214,10 @@ pub enum ProduceOutcome {
 /// validation refused (Kafka's RecordValidationException), else none.
 fn record_errors(error: &ProduceError) -> Vec<BatchIndexAndErrorMessage> {
     match error {
-        ProduceError::Partition(LogActorError::Log(LogError::InvalidBatch(
+        ProduceError::Partition(PartitionError::Log(LogActorError::Log(LogError::InvalidBatch(
             e @ (BatchError::InvalidTimestamp { record_index, .. }
             | BatchError::MissingKey { record_index }),
-        ))) => vec![BatchIndexAndErrorMessage::default()
+        )))) => vec![BatchIndexAndErrorMessage::default()
             .with_batch_index(*record_index as i32)
             .with_batch_index_error_message(Some(StrBytes::from_string(e.to_string())))],
         _ => Vec::new(),

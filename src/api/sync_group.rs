@@ -34,7 +34,7 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
     }
     match ask_group(ctx, &request.group_id.0, SyncGroup(sync), false).await {
         Ok(Some(r)) => SyncGroupResponse::default()
-            .with_error_code(r.error_code)
+            .with_error_code(r.error_code())
             .with_protocol_type(r.protocol_type.map(StrBytes::from_string))
             .with_protocol_name(r.protocol_name.map(StrBytes::from_string))
             .with_assignment(r.assignment),

@@ -5,6 +5,7 @@
 //! Nothing here does I/O, reads a clock or knows actix; the consumer-group
 //! actor is a thin shell that feeds events in and carries effects out.
 
+pub mod error;
 pub mod records;
 pub mod state;
 

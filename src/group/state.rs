@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
-use kafka_protocol::error::ResponseError;
+pub use super::error::GroupError;
 use kafka_protocol::messages::ConsumerProtocolSubscription;
 use kafka_protocol::protocol::Decodable;
 
@@ -36,8 +36,6 @@ pub const NEW_MEMBER_JOIN_TIMEOUT_MS: i64 = 5 * 60 * 1000;
 
 /// The protocol type of Kafka's consumers; only their metadata is decoded.
 const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
-
-const NONE: i16 = 0;
 
 /// Bound on the events one `tick` handles; every event makes progress, so
 /// this is a guard against a bug, never reached in practice.
@@ -106,7 +104,7 @@ pub struct JoinedMember {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinResult {
-    pub error_code: i16,
+    pub error: Option<GroupError>,
     /// -1 on error.
     pub generation_id: i32,
     pub protocol_type: Option<String>,
@@ -121,11 +119,16 @@ pub struct JoinResult {
 }
 
 impl JoinResult {
+    /// The response's error code (0: none).
+    pub fn error_code(&self) -> i16 {
+        self.error.map_or(0, GroupError::code)
+    }
+
     /// Kafka's `JoinGroupResult(memberId, error)`: no generation, protocol
     /// or leader.
-    pub fn error(member_id: &str, error_code: i16) -> JoinResult {
+    pub fn error(member_id: &str, error: GroupError) -> JoinResult {
         JoinResult {
-            error_code,
+            error: Some(error),
             generation_id: -1,
             protocol_type: None,
             protocol_name: None,
@@ -151,17 +154,22 @@ pub struct SyncRequest {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyncResult {
-    pub error_code: i16,
+    pub error: Option<GroupError>,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Bytes,
 }
 
 impl SyncResult {
+    /// The response's error code (0: none).
+    pub fn error_code(&self) -> i16 {
+        self.error.map_or(0, GroupError::code)
+    }
+
     /// Kafka's `SyncGroupResult(error)`: no protocol, empty assignment.
-    pub fn error(error_code: i16) -> SyncResult {
+    pub fn error(error: GroupError) -> SyncResult {
         SyncResult {
-            error_code,
+            error: Some(error),
             protocol_type: None,
             protocol_name: None,
             assignment: Bytes::new(),
@@ -538,31 +546,31 @@ impl Group {
         group_instance_id: Option<&str>,
         generation_id: i32,
         now_ms: i64,
-    ) -> (i16, Vec<Effect>) {
+    ) -> (Result<(), GroupError>, Vec<Effect>) {
         if self.state == GroupState::Dead {
-            return (ResponseError::CoordinatorNotAvailable.code(), Vec::new());
+            return (Err(GroupError::CoordinatorNotAvailable), Vec::new());
         }
         if let Some(error) = self.validate_current_member(member_id, group_instance_id) {
-            return (error, Vec::new());
+            return (Err(error), Vec::new());
         }
         if generation_id != self.generation_id {
-            return (ResponseError::IllegalGeneration.code(), Vec::new());
+            return (Err(GroupError::IllegalGeneration), Vec::new());
         }
         let Some(idx) = self.find(member_id) else {
-            return (ResponseError::UnknownMemberId.code(), Vec::new());
+            return (Err(GroupError::UnknownMemberId), Vec::new());
         };
-        let error = match self.state {
-            GroupState::Empty | GroupState::Dead => ResponseError::UnknownMemberId.code(),
+        let answer = match self.state {
+            GroupState::Empty | GroupState::Dead => Err(GroupError::UnknownMemberId),
             GroupState::CompletingRebalance | GroupState::Stable => {
                 self.schedule_heartbeat(idx, now_ms);
-                NONE
+                Ok(())
             }
             GroupState::PreparingRebalance => {
                 self.schedule_heartbeat(idx, now_ms);
-                ResponseError::RebalanceInProgress.code()
+                Err(GroupError::RebalanceInProgress)
             }
         };
-        (error, Vec::new())
+        (answer, Vec::new())
     }
 
     /// LeaveGroup v0-2 (one member id) and v3+ (a list of (member_id,
@@ -574,11 +582,11 @@ impl Group {
         &mut self,
         members: Vec<(String, Option<String>)>,
         now_ms: i64,
-    ) -> (Vec<i16>, Vec<Effect>) {
+    ) -> (Vec<Result<(), GroupError>>, Vec<Effect>) {
         let mut effects = Vec::new();
         if self.state == GroupState::Dead {
-            let code = ResponseError::CoordinatorNotAvailable.code();
-            return (vec![code; members.len()], effects);
+            let dead = Err(GroupError::CoordinatorNotAvailable);
+            return (vec![dead; members.len()], effects);
         }
         let mut errors = Vec::with_capacity(members.len());
         for (member_id, group_instance_id) in members {
@@ -591,19 +599,19 @@ impl Group {
                 {
                     Some(current) => {
                         self.remove_member_and_update(&current, now_ms, &mut effects);
-                        NONE
+                        Ok(())
                     }
-                    None => ResponseError::UnknownMemberId.code(),
+                    None => Err(GroupError::UnknownMemberId),
                 }
             } else if self.is_pending_member(&member_id) {
                 self.remove_pending_member(&member_id, now_ms, &mut effects);
-                NONE
+                Ok(())
             } else {
                 match self.validate_current_member(&member_id, group_instance_id.as_deref()) {
-                    Some(error) => error,
+                    Some(error) => Err(error),
                     None => {
                         self.remove_member_and_update(&member_id, now_ms, &mut effects);
-                        NONE
+                        Ok(())
                     }
                 }
             };
@@ -625,9 +633,9 @@ impl Group {
         group_instance_id: Option<&str>,
         generation_id: i32,
         now_ms: i64,
-    ) -> Result<(), i16> {
+    ) -> Result<(), GroupError> {
         if self.state == GroupState::Dead {
-            return Err(ResponseError::CoordinatorNotAvailable.code());
+            return Err(GroupError::CoordinatorNotAvailable);
         }
         // An admin client or a consumer without group management (Kafka
         // accepts any member id then).
@@ -638,25 +646,25 @@ impl Group {
             generation_id >= 0 || !member_id.is_empty() || group_instance_id.is_some();
         if !group_commit {
             // When the group has members, only they may commit.
-            return Err(ResponseError::UnknownMemberId.code());
+            return Err(GroupError::UnknownMemberId);
         }
         if let Some(error) = self.validate_current_member(member_id, group_instance_id) {
             return Err(error);
         }
         if generation_id != self.generation_id {
-            return Err(ResponseError::IllegalGeneration.code());
+            return Err(GroupError::IllegalGeneration);
         }
         let Some(idx) = self.find(member_id) else {
-            return Err(ResponseError::UnknownMemberId.code());
+            return Err(GroupError::UnknownMemberId);
         };
         match self.state {
             GroupState::Stable | GroupState::PreparingRebalance => {
                 self.schedule_heartbeat(idx, now_ms);
                 Ok(())
             }
-            GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress.code()),
+            GroupState::CompletingRebalance => Err(GroupError::RebalanceInProgress),
             // No members in these states: unreachable past the member check.
-            GroupState::Empty | GroupState::Dead => Err(ResponseError::UnknownMemberId.code()),
+            GroupState::Empty | GroupState::Dead => Err(GroupError::UnknownMemberId),
         }
     }
 
@@ -694,7 +702,7 @@ impl Group {
 
     /// DeleteGroups: Ok when Empty (-> Dead); NON_EMPTY_GROUP when it has
     /// members; GROUP_ID_NOT_FOUND when already Dead.
-    pub fn delete(&mut self) -> Result<(), i16> {
+    pub fn delete(&mut self) -> Result<(), GroupError> {
         match self.state {
             GroupState::Empty => {
                 self.state = GroupState::Dead;
@@ -704,8 +712,8 @@ impl Group {
                 self.join_timer = None;
                 Ok(())
             }
-            GroupState::Dead => Err(ResponseError::GroupIdNotFound.code()),
-            _ => Err(ResponseError::NonEmptyGroup.code()),
+            GroupState::Dead => Err(GroupError::GroupIdNotFound),
+            _ => Err(GroupError::NonEmptyGroup),
         }
     }
 
@@ -737,7 +745,7 @@ impl Group {
         {
             return JoinOutcome::Respond(JoinResult::error(
                 &req.member_id,
-                ResponseError::InvalidSessionTimeout.code(),
+                GroupError::InvalidSessionTimeout,
             ));
         }
         let outcome = if !self.accept_joining_member(&req.member_id) {
@@ -746,7 +754,7 @@ impl Group {
             self.remove_member_raw(&req.member_id);
             JoinOutcome::Respond(JoinResult::error(
                 "",
-                ResponseError::GroupMaxSizeReached.code(),
+                GroupError::GroupMaxSizeReached,
             ))
         } else if req.member_id.is_empty() {
             self.new_member_join(req, now_ms, effects)
@@ -783,13 +791,13 @@ impl Group {
         if self.state == GroupState::Dead {
             return JoinOutcome::Respond(JoinResult::error(
                 "",
-                ResponseError::CoordinatorNotAvailable.code(),
+                GroupError::CoordinatorNotAvailable,
             ));
         }
         if !self.supports_protocols(&req.protocol_type, &req.protocols) {
             return JoinOutcome::Respond(JoinResult::error(
                 "",
-                ResponseError::InconsistentGroupProtocol.code(),
+                GroupError::InconsistentGroupProtocol,
             ));
         }
         // Kafka's `generateMemberId`: "<client id or instance id>-<uuid>".
@@ -812,7 +820,7 @@ impl Group {
                     .push((new_member_id.clone(), deadline_ms));
                 JoinOutcome::Respond(JoinResult::error(
                     &new_member_id,
-                    ResponseError::MemberIdRequired.code(),
+                    GroupError::MemberIdRequired,
                 ))
             }
             None => self.add_member_and_rebalance(req, new_member_id, now_ms, effects),
@@ -829,13 +837,13 @@ impl Group {
         if self.state == GroupState::Dead {
             return JoinOutcome::Respond(JoinResult::error(
                 &member_id,
-                ResponseError::CoordinatorNotAvailable.code(),
+                GroupError::CoordinatorNotAvailable,
             ));
         }
         if !self.supports_protocols(&req.protocol_type, &req.protocols) {
             return JoinOutcome::Respond(JoinResult::error(
                 &member_id,
-                ResponseError::InconsistentGroupProtocol.code(),
+                GroupError::InconsistentGroupProtocol,
             ));
         }
         if self.is_pending_member(&member_id) {
@@ -844,7 +852,7 @@ impl Group {
                 // throws here, which the client sees as this error.
                 return JoinOutcome::Respond(JoinResult::error(
                     &member_id,
-                    ResponseError::UnknownServerError.code(),
+                    GroupError::PendingMemberWithInstanceId,
                 ));
             }
             return self.add_member_and_rebalance(req, member_id, now_ms, effects);
@@ -857,7 +865,7 @@ impl Group {
         let Some(idx) = self.find(&member_id) else {
             return JoinOutcome::Respond(JoinResult::error(
                 &member_id,
-                ResponseError::UnknownMemberId.code(),
+                GroupError::UnknownMemberId,
             ));
         };
         match self.state {
@@ -885,7 +893,7 @@ impl Group {
             }
             GroupState::Empty | GroupState::Dead => JoinOutcome::Respond(JoinResult::error(
                 &member_id,
-                ResponseError::UnknownMemberId.code(),
+                GroupError::UnknownMemberId,
             )),
         }
     }
@@ -961,7 +969,7 @@ impl Group {
         let Some(idx) = self.find(old_member_id) else {
             return JoinOutcome::Respond(JoinResult::error(
                 "",
-                ResponseError::UnknownMemberId.code(),
+                GroupError::UnknownMemberId,
             ));
         };
         let current_leader = self.leader.clone().unwrap_or_default();
@@ -971,14 +979,14 @@ impl Group {
             member.awaiting_join = false;
             effects.push(Effect::JoinResponse {
                 member_id: old_member_id.to_string(),
-                result: JoinResult::error(old_member_id, ResponseError::FencedInstanceId.code()),
+                result: JoinResult::error(old_member_id, GroupError::FencedInstanceId),
             });
         }
         if member.awaiting_sync {
             member.awaiting_sync = false;
             effects.push(Effect::SyncResponse {
                 member_id: old_member_id.to_string(),
-                result: SyncResult::error(ResponseError::FencedInstanceId.code()),
+                result: SyncResult::error(GroupError::FencedInstanceId),
             });
         }
         member.member_id = new_member_id.clone();
@@ -1081,7 +1089,7 @@ impl Group {
     fn do_sync(&mut self, req: SyncRequest, now_ms: i64, effects: &mut Vec<Effect>) -> SyncOutcome {
         if self.state == GroupState::Dead {
             return SyncOutcome::Respond(SyncResult::error(
-                ResponseError::CoordinatorNotAvailable.code(),
+                GroupError::CoordinatorNotAvailable,
             ));
         }
         if let Some(error) =
@@ -1091,7 +1099,7 @@ impl Group {
         }
         if req.generation_id != self.generation_id {
             return SyncOutcome::Respond(SyncResult::error(
-                ResponseError::IllegalGeneration.code(),
+                GroupError::IllegalGeneration,
             ));
         }
         let type_mismatch = req
@@ -1104,18 +1112,18 @@ impl Group {
             .is_some_and(|n| self.protocol_name.as_ref() != Some(n));
         if type_mismatch || name_mismatch {
             return SyncOutcome::Respond(SyncResult::error(
-                ResponseError::InconsistentGroupProtocol.code(),
+                GroupError::InconsistentGroupProtocol,
             ));
         }
         let Some(idx) = self.find(&req.member_id) else {
-            return SyncOutcome::Respond(SyncResult::error(ResponseError::UnknownMemberId.code()));
+            return SyncOutcome::Respond(SyncResult::error(GroupError::UnknownMemberId));
         };
         match self.state {
             GroupState::Empty | GroupState::Dead => {
-                SyncOutcome::Respond(SyncResult::error(ResponseError::UnknownMemberId.code()))
+                SyncOutcome::Respond(SyncResult::error(GroupError::UnknownMemberId))
             }
             GroupState::PreparingRebalance => {
-                SyncOutcome::Respond(SyncResult::error(ResponseError::RebalanceInProgress.code()))
+                SyncOutcome::Respond(SyncResult::error(GroupError::RebalanceInProgress))
             }
             GroupState::CompletingRebalance => {
                 self.members[idx].awaiting_sync = true;
@@ -1134,7 +1142,7 @@ impl Group {
                     }
                     self.transition(GroupState::Stable, now_ms);
                     effects.push(Effect::PersistGroup);
-                    self.propagate_assignment(NONE, now_ms, effects);
+                    self.propagate_assignment(None, now_ms, effects);
                 }
                 SyncOutcome::Wait {
                     member_id: req.member_id,
@@ -1143,7 +1151,7 @@ impl Group {
             GroupState::Stable => {
                 self.remove_pending_sync(&req.member_id);
                 let result = SyncResult {
-                    error_code: NONE,
+                    error: None,
                     protocol_type: self.protocol_type.clone(),
                     protocol_name: self.protocol_name.clone(),
                     assignment: self.members[idx].assignment.clone(),
@@ -1156,8 +1164,13 @@ impl Group {
 
     /// Answer every parked SyncGroup with its member's assignment (or the
     /// error), and restart those members' session timers.
-    fn propagate_assignment(&mut self, error_code: i16, now_ms: i64, effects: &mut Vec<Effect>) {
-        let (protocol_type, protocol_name) = if error_code == NONE {
+    fn propagate_assignment(
+        &mut self,
+        error: Option<GroupError>,
+        now_ms: i64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let (protocol_type, protocol_name) = if error.is_none() {
             (self.protocol_type.clone(), self.protocol_name.clone())
         } else {
             (None, None)
@@ -1170,7 +1183,7 @@ impl Group {
             effects.push(Effect::SyncResponse {
                 member_id: self.members[idx].member_id.clone(),
                 result: SyncResult {
-                    error_code,
+                    error,
                     protocol_type: protocol_type.clone(),
                     protocol_name: protocol_name.clone(),
                     assignment: self.members[idx].assignment.clone(),
@@ -1206,7 +1219,7 @@ impl Group {
             for member in self.members.iter_mut() {
                 member.assignment = Bytes::new();
             }
-            self.propagate_assignment(ResponseError::RebalanceInProgress.code(), now_ms, effects);
+            self.propagate_assignment(Some(GroupError::RebalanceInProgress), now_ms, effects);
         }
         self.pending_sync.clear();
         self.sync_deadline_ms = None;
@@ -1376,13 +1389,13 @@ impl Group {
         if member.awaiting_join {
             effects.push(Effect::JoinResponse {
                 member_id: member_id.to_string(),
-                result: JoinResult::error("", ResponseError::UnknownMemberId.code()),
+                result: JoinResult::error("", GroupError::UnknownMemberId),
             });
         }
         if member.awaiting_sync {
             effects.push(Effect::SyncResponse {
                 member_id: member_id.to_string(),
-                result: SyncResult::error(ResponseError::UnknownMemberId.code()),
+                result: SyncResult::error(GroupError::UnknownMemberId),
             });
         }
         self.remove_member_raw(member_id);
@@ -1422,18 +1435,18 @@ impl Group {
         &self,
         member_id: &str,
         group_instance_id: Option<&str>,
-    ) -> Option<i16> {
+    ) -> Option<GroupError> {
         if let Some(instance_id) = group_instance_id {
             match self.static_member_id(instance_id) {
                 Some(current) if current != member_id => {
-                    return Some(ResponseError::FencedInstanceId.code())
+                    return Some(GroupError::FencedInstanceId)
                 }
                 Some(_) => {}
-                None => return Some(ResponseError::UnknownMemberId.code()),
+                None => return Some(GroupError::UnknownMemberId),
             }
         }
         if self.find(member_id).is_none() {
-            return Some(ResponseError::UnknownMemberId.code());
+            return Some(GroupError::UnknownMemberId);
         }
         None
     }
@@ -1506,7 +1519,7 @@ impl Group {
             Vec::new()
         };
         JoinResult {
-            error_code: NONE,
+            error: None,
             generation_id: self.generation_id,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),

@@ -14,6 +14,30 @@ use std::path::{Path, PathBuf};
 use super::LogError;
 
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
+/// Kafka's `EpochEndOffset` (OffsetForLeaderEpoch's answer for one
+/// partition): the largest epoch at most the one asked, and the offset
+/// where the epoch after it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEndOffset {
+    pub leader_epoch: i32,
+    pub end_offset: i64,
+}
+
+impl EpochEndOffset {
+    /// No such epoch here.
+    pub const UNDEFINED: EpochEndOffset = EpochEndOffset {
+        leader_epoch: UNDEFINED_EPOCH,
+        end_offset: UNDEFINED_EPOCH_OFFSET,
+    };
+
+    pub const fn new(leader_epoch: i32, end_offset: i64) -> Self {
+        EpochEndOffset {
+            leader_epoch,
+            end_offset,
+        }
+    }
+}
+
 /// Kafka's `UNDEFINED_EPOCH` and `UNDEFINED_EPOCH_OFFSET`.
 pub const UNDEFINED_EPOCH: i32 = -1;
 pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
@@ -99,20 +123,20 @@ impl LeaderEpochCache {
 
     /// Kafka's `endOffsetFor`: the largest epoch at most `requested` and
     /// the offset where the next epoch starts (`log_end_offset` for the
-    /// latest epoch). Unknown: the undefined pair.
-    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
+    /// latest epoch). Unknown: [`EpochEndOffset::UNDEFINED`].
+    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> EpochEndOffset {
         if requested == UNDEFINED_EPOCH {
-            return (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+            return EpochEndOffset::UNDEFINED;
         }
         if self.latest_epoch() == Some(requested) {
-            return (requested, log_end_offset);
+            return EpochEndOffset::new(requested, log_end_offset);
         }
         let Some(higher) = self.entries.iter().find(|e| e.epoch > requested) else {
-            return (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+            return EpochEndOffset::UNDEFINED;
         };
         match self.entries.iter().rev().find(|e| e.epoch <= requested) {
-            Some(floor) => (floor.epoch, higher.start_offset),
-            None => (requested, higher.start_offset),
+            Some(floor) => EpochEndOffset::new(floor.epoch, higher.start_offset),
+            None => EpochEndOffset::new(requested, higher.start_offset),
         }
     }
 
@@ -199,13 +223,13 @@ mod tests {
         c.assign(1, 0).unwrap();
         c.assign(3, 10).unwrap();
         c.assign(5, 25).unwrap();
-        assert_eq!(c.end_offset_for(5, 40), (5, 40));
-        assert_eq!(c.end_offset_for(3, 40), (3, 25));
+        assert_eq!(c.end_offset_for(5, 40), EpochEndOffset::new(5, 40));
+        assert_eq!(c.end_offset_for(3, 40), EpochEndOffset::new(3, 25));
         // Epoch 4 was never seen here: the floor is 3, ending where 5 begins.
-        assert_eq!(c.end_offset_for(4, 40), (3, 25));
-        assert_eq!(c.end_offset_for(0, 40), (0, 0));
-        assert_eq!(c.end_offset_for(6, 40), (-1, -1));
-        assert_eq!(c.end_offset_for(-1, 40), (-1, -1));
+        assert_eq!(c.end_offset_for(4, 40), EpochEndOffset::new(3, 25));
+        assert_eq!(c.end_offset_for(0, 40), EpochEndOffset::new(0, 0));
+        assert_eq!(c.end_offset_for(6, 40), EpochEndOffset::new(-1, -1));
+        assert_eq!(c.end_offset_for(-1, 40), EpochEndOffset::new(-1, -1));
     }
 
     #[test]
@@ -282,7 +306,7 @@ mod tests {
                 start_offset: 12
             }
         );
-        assert_eq!(c.end_offset_for(1, 30), (1, 12));
+        assert_eq!(c.end_offset_for(1, 30), EpochEndOffset::new(1, 12));
     }
 
     #[test]

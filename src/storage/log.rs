@@ -19,7 +19,7 @@ use super::cleaner::{
 };
 use super::config::LogConfig;
 use super::error::LogError;
-use super::leader_epoch::LeaderEpochCache;
+use super::leader_epoch::{EpochEndOffset, LeaderEpochCache};
 use super::partition_metadata;
 use super::producer_state::{LogHistory, ProducerBatch, ProducerCheck, ProducerStateManager};
 use super::segment::{segment_file, FileRegion, Segment, SegmentRecovery, SEGMENT_EXTENSIONS};
@@ -700,7 +700,7 @@ impl PartitionLog {
 
     /// OffsetForLeaderEpoch: the largest epoch at most `epoch` known here
     /// and where it ends.
-    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> EpochEndOffset {
         self.leader_epochs
             .end_offset_for(epoch, self.log_end_offset())
     }
@@ -1445,8 +1445,8 @@ mod tests {
         log.append_as_leader(batch_v2(3, 10, Compression::None), Some(4), 1)
             .unwrap();
         assert_eq!(log.latest_leader_epoch(), Some(4));
-        assert_eq!(log.end_offset_for_epoch(1), (1, 0));
-        assert_eq!(log.end_offset_for_epoch(4), (4, 3));
+        assert_eq!(log.end_offset_for_epoch(1), EpochEndOffset::new(1, 0));
+        assert_eq!(log.end_offset_for_epoch(4), EpochEndOffset::new(4, 3));
         let segment =
             std::fs::read(dir.path().join("t-0").join("00000000000000000000.log")).unwrap();
         let header = batch::EntryHeader::parse(&segment, 0).unwrap();

@@ -22,6 +22,7 @@ pub mod testing;
 
 pub use config::LogConfig;
 pub use error::LogError;
+pub use leader_epoch::EpochEndOffset;
 pub use log::{
     AppendInfo, LoadOptions, LoadReport, PartitionLog, ReadInfo, RetentionReport, RollFlush,
 };
