@@ -23,7 +23,11 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // Milliseconds: a failover or a controlled shutdown is read from the
+    // logs of several brokers side by side.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp_millis()
+        .init();
     // A panic is contained by its actor's supervisor; log it as one line
     // through `log` like everything else (the supervisor logs the restart).
     std::panic::set_hook(Box::new(|info| {

@@ -468,6 +468,20 @@ fn measure_leader_failover(cluster: &mut Cluster) -> LeaderFailover {
     let mut stopping = cluster.brokers.remove(&victim).expect("victim");
     let asked = Instant::now();
     let asked_at = timeline.now();
+    if std::env::var("FERROLOG_MEASURE_DETAIL").is_ok() {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let of_day = wall.as_millis() % 86_400_000;
+        println!(
+            "SIGTERM at {:02}:{:02}:{:02}.{:03} UTC = {:.3}s of the timeline",
+            of_day / 3_600_000,
+            of_day / 60_000 % 60,
+            of_day / 1000 % 60,
+            of_day % 1000,
+            asked_at.as_secs_f64()
+        );
+    }
     // SAFETY: signalling a child process of this test.
     unsafe { libc::kill(stopping.pid() as i32, libc::SIGTERM) };
     wait_until_true("leaders moved by the controlled shutdown", || {
@@ -511,6 +525,16 @@ fn measure_leader_failover(cluster: &mut Cluster) -> LeaderFailover {
         })
         .max()
         .unwrap_or_default();
+    if std::env::var("FERROLOG_MEASURE_DETAIL").is_ok() {
+        print_worst_partition(
+            cluster,
+            &mut stopping,
+            &stopping_led,
+            &acknowledged,
+            &window,
+            topic,
+        );
+    }
     for line in stopping.log_lines() {
         if line.contains("controlled shutdown") {
             println!("broker {victim}: {line}");
@@ -527,6 +551,83 @@ fn measure_leader_failover(cluster: &mut Cluster) -> LeaderFailover {
         handover,
         longest_silence,
         longest_partition_silence,
+    }
+}
+
+/// The measure's diagnostic (`FERROLOG_MEASURE_DETAIL`): the partition
+/// the stopping broker led with the longest silence, its
+/// acknowledgements in the window, and every broker's log lines that name
+/// it (wall clock, milliseconds; the window's start is printed beside).
+fn print_worst_partition(
+    cluster: &mut Cluster,
+    stopping: &mut common::BrokerProcess,
+    stopping_led: &[i32],
+    acknowledged: &[acks::Ack],
+    window: &std::ops::Range<Duration>,
+    topic: &str,
+) {
+    let silence = |p: i32| {
+        let mut times: Vec<Duration> = acknowledged
+            .iter()
+            .filter(|a| a.partition == p && window.contains(&a.at))
+            .map(|a| a.at)
+            .collect();
+        times.insert(0, window.start);
+        times
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or_default()
+    };
+    let Some(&worst) = stopping_led.iter().max_by_key(|&&p| silence(p)) else {
+        return;
+    };
+    println!(
+        "worst partition {topic}-{worst}: silence {:?}; window starts at {:.3}s of the timeline",
+        silence(worst),
+        window.start.as_secs_f64()
+    );
+    for ack in acknowledged
+        .iter()
+        .filter(|a| a.partition == worst && window.contains(&a.at))
+        .take(20)
+    {
+        println!(
+            "  ack offset {} at {:.3}s",
+            ack.offset,
+            ack.at.as_secs_f64()
+        );
+    }
+    let name = format!("{topic}-{worst}");
+    let mut lines: Vec<String> = stopping
+        .log_lines()
+        .into_iter()
+        .filter(|l| l.contains(&name) || l.contains("controlled shutdown"))
+        .map(|l| format!("stopping: {l}"))
+        .collect();
+    for (id, broker) in cluster.brokers.iter_mut() {
+        lines.extend(
+            broker
+                .log_lines()
+                .into_iter()
+                .filter(|l| l.contains(&name) || l.contains(&format!("\"{topic}\", {worst})")))
+                .map(|l| format!("broker {id}: {l}")),
+        );
+    }
+    for line in lines.iter().rev().take(60).rev() {
+        println!("  {line}");
+    }
+    // Every broker's whole log, for reading side by side.
+    let dir = std::env::temp_dir();
+    let mut logs: Vec<(String, Vec<String>)> = vec![("stopping".into(), stopping.log_lines())];
+    for (id, broker) in cluster.brokers.iter_mut() {
+        logs.push((format!("broker-{id}"), broker.log_lines()));
+    }
+    for (name, lines) in logs {
+        let path = dir.join(format!("ferrolog-measure-{name}.log"));
+        if std::fs::write(&path, lines.join("\n")).is_ok() {
+            println!("  {name}'s log: {}", path.display());
+        }
     }
 }
 

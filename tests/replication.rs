@@ -951,9 +951,28 @@ fn controlled_shutdown_hands_leaderships_over_before_the_broker_stops() {
     std::thread::sleep(Duration::from_secs(2));
     let leader = leader_of_partition_0(&cluster, topic);
     let mut stopping = cluster.brokers.remove(&leader).expect("running");
+    let seen_before: BTreeMap<i32, usize> = cluster
+        .brokers
+        .iter_mut()
+        .map(|(&id, broker)| (id, broker.log_lines().len()))
+        .collect();
     // SAFETY: signalling a child process of this test.
     unsafe { libc::kill(stopping.pid() as i32, libc::SIGTERM) };
     let status = stopping.wait_for_exit(Duration::from_secs(60));
+    // Its followed replicas stopped before it left their ISRs (Kafka's
+    // order): no leader took it back while it was stopping.
+    for (id, broker) in cluster.brokers.iter_mut() {
+        let taken_back: Vec<String> = broker
+            .log_lines()
+            .into_iter()
+            .skip(seen_before[id])
+            .filter(|l| l.contains(&format!("broker {leader} caught up; growing the ISR")))
+            .collect();
+        assert!(
+            taken_back.is_empty(),
+            "broker {id} took the stopping broker {leader} back into an ISR: {taken_back:?}"
+        );
+    }
     let lines = stopping.log_lines();
     assert!(status.success(), "clean exit: {lines:?}");
     assert!(

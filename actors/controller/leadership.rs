@@ -19,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{partition_metadata, Controller, Shared, ControllerError};
 use crate::actors::controller_channel::ControlRequest;
-use crate::cluster::TopicMetadata;
+use crate::cluster::{PartitionMetadata, TopicMetadata};
 pub use crate::controller::election::ElectionType;
 use crate::controller::election::{
     elect_leader_candidate, elect_leader_on_state, partitions_to_rebalance,
@@ -190,32 +190,71 @@ impl Shared {
         let shutting_down = self.shutting_down();
         let eligible = |b: i32| live.contains(&b) && !shutting_down.contains(&b);
         let topics = self.all_topics();
-        let mut changed = Vec::new();
-        let mut stopped: BTreeMap<String, Vec<StopReplicaPartitionState>> = BTreeMap::new();
-        let mut remaining = Vec::new();
-        for mut topic in topics {
-            let mut moved = Vec::new();
-            for (&index, p) in topic.partitions.iter_mut() {
-                if p.replicas.len() < 2 || !p.replicas.contains(&id) || p.leader < 0 {
-                    continue;
-                }
-                let tp = TopicPartition::new(topic.name.clone(), index);
-                if self.leave(&tp, id, p, eligible).await? {
-                    moved.push(index);
-                    fail::fail_point!("controller.controlled_shutdown.one_moved", |_| {
-                        crate::crash_for_test()
-                    });
-                }
-                if p.leader == id {
-                    remaining.push(tp);
-                } else {
-                    stopped.entry(topic.name.clone()).or_default().push(
+        let acted_on = |p: &PartitionMetadata| {
+            p.replicas.len() >= 2 && p.replicas.contains(&id) && p.leader >= 0
+        };
+        // Kafka's order: the replicas it follows stop before it leaves
+        // their ISRs. Still fetching, it would catch up again and a leader
+        // would take it back into the ISR it is leaving; acks=all would
+        // then wait on a broker about to stop.
+        let mut followed: BTreeMap<String, Vec<StopReplicaPartitionState>> = BTreeMap::new();
+        for topic in &topics {
+            for (&index, p) in &topic.partitions {
+                if acted_on(p) && p.leader != id {
+                    followed.entry(topic.name.clone()).or_default().push(
                         StopReplicaPartitionState::default()
                             .with_partition_index(index)
                             .with_leader_epoch(p.leader_epoch)
                             .with_delete_partition(false),
                     );
                 }
+            }
+        }
+        self.stop_replicas_at(id, &followed).await?;
+        let mut changed = Vec::new();
+        let mut stopped: BTreeMap<String, Vec<StopReplicaPartitionState>> = BTreeMap::new();
+        let mut remaining = Vec::new();
+        for mut topic in topics {
+            let mut moved = Vec::new();
+            // Every partition's state is written at once, as Kafka's
+            // pipelined `updateLeaderAndIsr` does: one after another, a
+            // topic's hundred writes kept its leaders waiting on a replica
+            // that had stopped.
+            let leaving: Vec<(i32, PartitionMetadata)> = topic
+                .partitions
+                .iter()
+                .filter(|(_, p)| acted_on(p))
+                .map(|(&index, p)| (index, p.clone()))
+                .collect();
+            let left = futures_util::future::join_all(leaving.into_iter().map(
+                |(index, mut p)| {
+                    let tp = TopicPartition::new(topic.name.clone(), index);
+                    async move {
+                        let moved = self.leave(&tp, id, &mut p, eligible).await;
+                        (tp, p, moved)
+                    }
+                },
+            ))
+            .await;
+            for (tp, p, outcome) in left {
+                let was_leader = topic.partitions.get(&tp.partition).map(|old| old.leader);
+                if outcome? {
+                    moved.push(tp.partition);
+                    fail::fail_point!("controller.controlled_shutdown.one_moved", |_| {
+                        crate::crash_for_test()
+                    });
+                }
+                if p.leader == id {
+                    remaining.push(tp.clone());
+                } else if was_leader == Some(id) {
+                    stopped.entry(topic.name.clone()).or_default().push(
+                        StopReplicaPartitionState::default()
+                            .with_partition_index(tp.partition)
+                            .with_leader_epoch(p.leader_epoch)
+                            .with_delete_partition(false),
+                    );
+                }
+                topic.partitions.insert(tp.partition, p);
             }
             if !moved.is_empty() {
                 self.remember(topic.clone());
@@ -229,46 +268,56 @@ impl Shared {
             "controlled shutdown of broker {id}: {} partition(s) changed, {} replica(s) stopped \
              there, {} replicated partition(s) still led there",
             changed.iter().map(|t| t.partitions.len()).sum::<usize>(),
-            stopped.values().map(Vec::len).sum::<usize>(),
+            followed.values().chain(stopped.values()).map(Vec::len).sum::<usize>(),
             remaining.len()
         );
-        if id == self.broker_id {
-            let local = stopped
+        // The replicas it led stop once their new leaders are written.
+        self.stop_replicas_at(id, &stopped).await?;
+        self.publish_locally(&changed).await?;
+        for broker in self.remote_brokers() {
+            if broker != id {
+                self.send_topics_to(broker, &changed);
+            } else {
+                let request = self.update_metadata_request(broker, &changed);
+                self.deliver(broker, vec![ControlRequest::UpdateMetadata(request)]);
+            }
+        }
+        Ok(remaining)
+    }
+
+    /// StopReplica (logs kept) of `partitions` at `broker`: this broker's
+    /// own replicas at once, another's through its channel.
+    async fn stop_replicas_at(
+        &self,
+        broker: i32,
+        partitions: &BTreeMap<String, Vec<StopReplicaPartitionState>>,
+    ) -> Result<(), ControllerError> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        if broker == self.broker_id {
+            let local = partitions
                 .iter()
-                .flat_map(|(name, partitions)| {
-                    partitions
+                .flat_map(|(name, states)| {
+                    states
                         .iter()
                         .map(|p| TopicPartition::new(name.clone(), p.partition_index))
                 })
                 .collect();
             self.stop_local_replicas(local, false).await?;
+            return Ok(());
         }
-        self.publish_locally(&changed).await?;
-        for broker in self.remote_brokers() {
-            if broker != id {
-                self.send_topics_to(broker, &changed);
-                continue;
-            }
-            let mut requests = Vec::new();
-            if !stopped.is_empty() {
-                let topics = stopped
-                    .iter()
-                    .map(|(name, partitions)| {
-                        StopReplicaTopicState::default()
-                            .with_topic_name(TopicName(StrBytes::from_string(name.clone())))
-                            .with_partition_states(partitions.clone())
-                    })
-                    .collect();
-                requests.push(ControlRequest::StopReplica(
-                    self.stop_replica_request(broker, topics),
-                ));
-            }
-            requests.push(ControlRequest::UpdateMetadata(
-                self.update_metadata_request(broker, &changed),
-            ));
-            self.deliver(broker, requests);
-        }
-        Ok(remaining)
+        let topics = partitions
+            .iter()
+            .map(|(name, states)| {
+                StopReplicaTopicState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(name.clone())))
+                    .with_partition_states(states.clone())
+            })
+            .collect();
+        let request = self.stop_replica_request(broker, topics);
+        self.deliver(broker, vec![ControlRequest::StopReplica(request)]);
+        Ok(())
     }
 
     /// Kafka's `checkAndTriggerAutoLeaderRebalance`: partitions go back to

@@ -231,7 +231,8 @@ struct Reports {
 impl ClientContext for Reports {
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
         if std::env::var("FERROLOG_DUMP_LOGS").is_ok() {
-            eprintln!("librdkafka {level:?} {fac}: {log_message}");
+            let at = self.timeline.now().as_secs_f64();
+            eprintln!("[{at:>8.3}s] librdkafka {level:?} {fac}: {log_message}");
         }
     }
 }
