@@ -4,7 +4,63 @@
 
 use super::*;
 
+/// Partition-state writes in flight at once for one topic.
+const STATE_WRITES_IN_FLIGHT: usize = 128;
+
 impl Shared {
+    /// Rewrites the partitions of `topic` that `pick` selects, all at once
+    /// (Kafka pipelines its partition-state writes; one after another, a
+    /// topic's hundred writes kept its leaders waiting on a broker that
+    /// had stopped). `rewrite` writes one partition and answers its new
+    /// metadata, or `None` when nothing changed. Updates `topic` and
+    /// answers the partitions that changed, in order; the first error
+    /// wins, after every write in flight has ended.
+    pub(super) async fn rewrite_partitions<F, Fut>(
+        &self,
+        topic: &mut TopicMetadata,
+        pick: impl Fn(i32, &PartitionMetadata) -> bool,
+        rewrite: F,
+    ) -> Result<Vec<i32>, ControllerError>
+    where
+        F: Fn(TopicPartition, PartitionMetadata) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<PartitionMetadata>, ControllerError>>,
+    {
+        use futures_util::StreamExt;
+        let picked: Vec<(i32, PartitionMetadata)> = topic
+            .partitions
+            .iter()
+            .filter(|(&index, p)| pick(index, p))
+            .map(|(&index, p)| (index, p.clone()))
+            .collect();
+        let written: Vec<(i32, Result<Option<PartitionMetadata>, ControllerError>)> =
+            futures_util::stream::iter(picked)
+                .map(|(index, p)| {
+                    let outcome = rewrite(TopicPartition::new(topic.name.clone(), index), p);
+                    async move { (index, outcome.await) }
+                })
+                .buffered(STATE_WRITES_IN_FLIGHT)
+                .collect()
+                .await;
+        let mut changed = Vec::new();
+        let mut failed = None;
+        for (index, outcome) in written {
+            match outcome {
+                Ok(Some(updated)) => {
+                    topic.partitions.insert(index, updated);
+                    changed.push(index);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(changed),
+        }
+    }
+
     /// Kafka's election rules for one partition after brokers come or go
     /// (only the active controller calls it):
     /// `controller::election::offline_partition_leader_election`, with
@@ -117,23 +173,20 @@ impl Shared {
         let mut changed = Vec::new();
         for mut topic in topics {
             let unclean = self.unclean_allowed(&topic.configs);
-            let mut moved = Vec::new();
-            for (&index, p) in topic.partitions.iter_mut() {
-                let affected = !live.contains(&p.leader) || p.isr.iter().any(|b| !live.contains(b));
-                if !affected {
-                    continue;
-                }
-                let tp = TopicPartition::new(topic.name.clone(), index);
-                let Some((state, version)) = self.reelect(&tp, &p.replicas, live, unclean).await?
-                else {
-                    continue;
-                };
-                let updated = partition_metadata(&state, &p.replicas, version);
-                if updated != *p {
-                    *p = updated;
-                    moved.push(index);
-                }
-            }
+            let affected = |_: i32, p: &PartitionMetadata| {
+                !live.contains(&p.leader) || p.isr.iter().any(|b| !live.contains(b))
+            };
+            let moved = self
+                .rewrite_partitions(&mut topic, affected, |tp, p| async move {
+                    let Some((state, version)) =
+                        self.reelect(&tp, &p.replicas, live, unclean).await?
+                    else {
+                        return Ok(None);
+                    };
+                    let updated = partition_metadata(&state, &p.replicas, version);
+                    Ok((updated != p).then_some(updated))
+                })
+                .await?;
             self.take_up_moves(topic, &moved, &mut changed).await?;
         }
         Ok(changed)
@@ -141,14 +194,15 @@ impl Shared {
 
     /// `broker` leaves `tp` (a controlled shutdown, a failed log dir):
     /// `controller::election::leave_partition` on the state read fresh,
-    /// written conditionally. Updates `p`; says whether it changed.
+    /// written conditionally. Answers the new metadata, `None` when
+    /// nothing changed.
     pub(super) async fn leave(
         &self,
         tp: &TopicPartition,
         broker: i32,
-        p: &mut PartitionMetadata,
+        p: &PartitionMetadata,
         eligible: impl Fn(i32) -> bool,
-    ) -> Result<bool, ControllerError> {
+    ) -> Result<Option<PartitionMetadata>, ControllerError> {
         let replicas = p.replicas.clone();
         let epoch = self.controller_epoch();
         let Some((state, version)) = self
@@ -159,14 +213,10 @@ impl Shared {
             })
             .await?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let updated = partition_metadata(&state, &replicas, version);
-        if updated == *p {
-            return Ok(false);
-        }
-        *p = updated;
-        Ok(true)
+        Ok((updated != *p).then_some(updated))
     }
 
     /// Puts `topic`, whose partitions `moved` changed, in the context, applies

@@ -201,12 +201,10 @@ impl Shared {
         for topic in &topics {
             for (&index, p) in &topic.partitions {
                 if acted_on(p) && p.leader != id {
-                    followed.entry(topic.name.clone()).or_default().push(
-                        StopReplicaPartitionState::default()
-                            .with_partition_index(index)
-                            .with_leader_epoch(p.leader_epoch)
-                            .with_delete_partition(false),
-                    );
+                    followed
+                        .entry(topic.name.clone())
+                        .or_default()
+                        .push(keeping_the_log(index, p.leader_epoch));
                 }
             }
         }
@@ -215,46 +213,37 @@ impl Shared {
         let mut stopped: BTreeMap<String, Vec<StopReplicaPartitionState>> = BTreeMap::new();
         let mut remaining = Vec::new();
         for mut topic in topics {
-            let mut moved = Vec::new();
-            // Every partition's state is written at once, as Kafka's
-            // pipelined `updateLeaderAndIsr` does: one after another, a
-            // topic's hundred writes kept its leaders waiting on a replica
-            // that had stopped.
-            let leaving: Vec<(i32, PartitionMetadata)> = topic
+            // Which partitions it acts on, and led, before the writes.
+            let acting: Vec<(i32, bool)> = topic
                 .partitions
                 .iter()
                 .filter(|(_, p)| acted_on(p))
-                .map(|(&index, p)| (index, p.clone()))
+                .map(|(&index, p)| (index, p.leader == id))
                 .collect();
-            let left = futures_util::future::join_all(leaving.into_iter().map(
-                |(index, mut p)| {
-                    let tp = TopicPartition::new(topic.name.clone(), index);
-                    async move {
-                        let moved = self.leave(&tp, id, &mut p, eligible).await;
-                        (tp, p, moved)
-                    }
-                },
-            ))
-            .await;
-            for (tp, p, outcome) in left {
-                let was_leader = topic.partitions.get(&tp.partition).map(|old| old.leader);
-                if outcome? {
-                    moved.push(tp.partition);
-                    fail::fail_point!("controller.controlled_shutdown.one_moved", |_| {
-                        crate::crash_for_test()
-                    });
-                }
+            let moved = self
+                .rewrite_partitions(
+                    &mut topic,
+                    |_, p| acted_on(p),
+                    |tp, p| async move { self.leave(&tp, id, &p, eligible).await },
+                )
+                .await?;
+            if !moved.is_empty() {
+                fail::fail_point!("controller.controlled_shutdown.one_moved", |_| {
+                    crate::crash_for_test()
+                });
+            }
+            for (index, led) in acting {
+                let Some(p) = topic.partitions.get(&index) else {
+                    continue;
+                };
                 if p.leader == id {
-                    remaining.push(tp.clone());
-                } else if was_leader == Some(id) {
-                    stopped.entry(topic.name.clone()).or_default().push(
-                        StopReplicaPartitionState::default()
-                            .with_partition_index(tp.partition)
-                            .with_leader_epoch(p.leader_epoch)
-                            .with_delete_partition(false),
-                    );
+                    remaining.push(TopicPartition::new(topic.name.clone(), index));
+                } else if led {
+                    stopped
+                        .entry(topic.name.clone())
+                        .or_default()
+                        .push(keeping_the_log(index, p.leader_epoch));
                 }
-                topic.partitions.insert(tp.partition, p);
             }
             if !moved.is_empty() {
                 self.remember(topic.clone());
@@ -352,4 +341,12 @@ impl Shared {
         }
         Ok(moved)
     }
+}
+
+/// A StopReplica partition that keeps its log (a controlled shutdown).
+fn keeping_the_log(index: i32, leader_epoch: i32) -> StopReplicaPartitionState {
+    StopReplicaPartitionState::default()
+        .with_partition_index(index)
+        .with_leader_epoch(leader_epoch)
+        .with_delete_partition(false)
 }

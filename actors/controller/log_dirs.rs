@@ -113,25 +113,22 @@ impl Shared {
         let live = self.live_brokers();
         let shutting_down = self.shutting_down();
         let eligible = |b: i32| b != broker && live.contains(&b) && !shutting_down.contains(&b);
-        let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        let mut by_topic: BTreeMap<&str, std::collections::BTreeSet<i32>> = BTreeMap::new();
         for tp in offline {
-            by_topic.entry(&tp.topic).or_default().push(tp.partition);
+            by_topic.entry(&tp.topic).or_default().insert(tp.partition);
         }
         let mut changed = Vec::new();
         for (name, indexes) in by_topic {
             let Some(mut topic) = self.topic(name) else {
                 continue;
             };
-            let mut moved = Vec::new();
-            for index in indexes {
-                let Some(p) = topic.partitions.get_mut(&index) else {
-                    continue;
-                };
-                let tp = TopicPartition::new(name.to_owned(), index);
-                if self.leave(&tp, broker, p, eligible).await? {
-                    moved.push(index);
-                }
-            }
+            let moved = self
+                .rewrite_partitions(
+                    &mut topic,
+                    |index, _| indexes.contains(&index),
+                    |tp, p| async move { self.leave(&tp, broker, &p, eligible).await },
+                )
+                .await?;
             self.take_up_moves(topic, &moved, &mut changed).await?;
         }
         Ok(changed)
