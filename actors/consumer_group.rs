@@ -26,8 +26,8 @@ use tokio::sync::oneshot;
 use crate::clock::SharedClock;
 use crate::group::records::{encode_batch, group_record, offset_record, OffsetAndMetadata};
 use crate::group::state::{
-    Effect, Group, GroupError, GroupSnapshot, GroupState, JoinOutcome, JoinRequest, JoinResult, MemberSnapshot,
-    SyncOutcome, SyncRequest, SyncResult,
+    Effect, Group, GroupError, GroupSnapshot, GroupState, JoinOutcome, JoinRequest, JoinResult,
+    MemberSnapshot, SyncOutcome, SyncRequest, SyncResult,
 };
 use crate::topic_partition::TopicPartition;
 

@@ -209,14 +209,17 @@ impl Actor for ControllerChannel {
                 self.broker_id
             );
             let broker_id = self.broker_id;
-            ctx.wait(self.delivery(request).map(move |result, _, _| match result {
-                Ok(answer) if answer.error_code != 0 => log::warn!(
-                    "broker {broker_id} refused a control request: error {}",
-                    answer.error_code
-                ),
-                Ok(_) => {}
-                Err(e) => log::warn!("{e}"),
-            }));
+            ctx.wait(
+                self.delivery(request)
+                    .map(move |result, _, _| match result {
+                        Ok(answer) if answer.error_code != 0 => log::warn!(
+                            "broker {broker_id} refused a control request: error {}",
+                            answer.error_code
+                        ),
+                        Ok(_) => {}
+                        Err(e) => log::warn!("{e}"),
+                    }),
+            );
         }
     }
 }

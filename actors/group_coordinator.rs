@@ -24,7 +24,7 @@ use super::consumer_group::{
     read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
     TopicDeleted,
 };
-use super::controller::{CreateTopic, ControllerError};
+use super::controller::{ControllerError, CreateTopic};
 use super::event_bus::{BrokerEvent, EventBus, EventKind};
 use super::partition::PartitionRegistry;
 use super::pool::ActorPool;

@@ -155,9 +155,7 @@ impl LogCleaner {
                 Ok((_, Err(e))) => return Err(format!("cleaning failed: {e}")),
                 Err(e) => return Err(format!("the cleaning thread died: {e}")),
             };
-            fail::fail_point!("cleaner.cleaned", |_| {
-                crate::crash_for_test()
-            });
+            fail::fail_point!("cleaner.cleaned", |_| { crate::crash_for_test() });
             let outcome = Arc::new(outcome);
             let swapped = shard
                 .send(SwapCleaned {

@@ -35,8 +35,7 @@ use super::log::{
     UpdateLogConfig,
 };
 use super::partition::{
-    ApplyAssignment, GetState, PartitionAssignment, PartitionError, PartitionRuntime,
-    StopPartition,
+    ApplyAssignment, GetState, PartitionAssignment, PartitionError, PartitionRuntime, StopPartition,
 };
 use super::replica_fetcher::ReplicaFetchers;
 use super::supervisor::SupervisorLink;
@@ -55,7 +54,6 @@ use crate::topic_partition::TopicPartition;
 /// Logs created and partition actors started at once (see
 /// `Replicas::become_leader_or_follower`).
 const LOG_CREATION_CONCURRENCY: usize = 4;
-
 
 // ---------------------------------------------------------------------
 // Messages
@@ -231,7 +229,9 @@ impl ReplicaManager {
             match verdict {
                 Fence::Accept => Ok(()),
                 Fence::Refuse(code) => Err(code),
-                Fence::ConfirmNewer => confirm_newer_controller(store.as_ref(), controller_id, epoch).await,
+                Fence::ConfirmNewer => {
+                    confirm_newer_controller(store.as_ref(), controller_id, epoch).await
+                }
             }
         };
         AtomicResponse::new(Box::pin(confirmed.into_actor(self).then(
@@ -273,7 +273,9 @@ impl ReplicaManager {
                 controller.do_send(ControllerDeposed { epoch });
             }
         }
-        self.replicas.cache.update(|m| m.controller_id = controller_id);
+        self.replicas
+            .cache
+            .update(|m| m.controller_id = controller_id);
     }
 }
 
@@ -343,7 +345,11 @@ impl ReplicaManager {
     /// A decision of this broker's own controller at `epoch`: fenced like a
     /// remote controller's request; refused means that controller was
     /// deposed and its epoch is no longer current.
-    fn fenced_local<T, W, F>(&mut self, epoch: i32, work: W) -> AtomicResponse<Self, Result<T, ControllerError>>
+    fn fenced_local<T, W, F>(
+        &mut self,
+        epoch: i32,
+        work: W,
+    ) -> AtomicResponse<Self, Result<T, ControllerError>>
     where
         T: 'static,
         W: FnOnce(Replicas) -> F + 'static,
@@ -367,10 +373,10 @@ impl Handler<BecomeLeaderOrFollower> for ReplicaManager {
         fail::fail_point!("replica_manager.BecomeLeaderOrFollower");
         let epoch = msg.controller_epoch;
         self.fenced_local(epoch, move |replicas| async move {
-                replicas
-                    .become_leader_or_follower(&msg.topic, &msg.partitions, &msg.leaders, epoch)
-                    .await
-                    .map(PartitionCodes)
+            replicas
+                .become_leader_or_follower(&msg.topic, &msg.partitions, &msg.leaders, epoch)
+                .await
+                .map(PartitionCodes)
         })
     }
 }
@@ -380,14 +386,14 @@ impl Handler<StopReplicas> for ReplicaManager {
 
     fn handle(&mut self, msg: StopReplicas, _ctx: &mut Context<Self>) -> Self::Result {
         self.fenced_local(msg.controller_epoch, move |replicas| async move {
-                let mut all = true;
-                for tp in &msg.partitions {
-                    replicas.stop_replica(tp);
-                    if msg.delete {
-                        all &= replicas.delete_log(tp).await?;
-                    }
+            let mut all = true;
+            for tp in &msg.partitions {
+                replicas.stop_replica(tp);
+                if msg.delete {
+                    all &= replicas.delete_log(tp).await?;
                 }
-                Ok(ReplicasStopped { all })
+            }
+            Ok(ReplicasStopped { all })
         })
     }
 }
@@ -397,8 +403,13 @@ impl Handler<StopAllReplicas> for ReplicaManager {
 
     fn handle(&mut self, _msg: StopAllReplicas, _ctx: &mut Context<Self>) {
         self.replicas.fetchers.stop_all();
-        let all: HashMap<TopicPartition, _> =
-            self.replicas.partitions.registry.all().into_iter().collect();
+        let all: HashMap<TopicPartition, _> = self
+            .replicas
+            .partitions
+            .registry
+            .all()
+            .into_iter()
+            .collect();
         for tp in all.keys() {
             self.replicas.stop_replica(tp);
         }
@@ -882,4 +893,3 @@ async fn find_or_create_untied_log(
         Err(_) => Err(ControllerError::Stopped),
     }
 }
-

@@ -88,7 +88,10 @@ impl Shared {
     /// ISRs, offline partitions whose ISR member is back get it as leader
     /// (`Shared::elect`); the replicas of what changed get LeaderAndIsr,
     /// every broker UpdateMetadata, and brokers that joined everything.
-    pub(super) async fn brokers_changed(&self, _change: BrokersChanged) -> Result<(), ControllerError> {
+    pub(super) async fn brokers_changed(
+        &self,
+        _change: BrokersChanged,
+    ) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -167,9 +170,7 @@ impl Shared {
         let mut changed: BTreeMap<String, TopicMetadata> = BTreeMap::new();
         let mut read: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in named {
-            let Some(mut topic) = changed
-                .remove(&tp.topic)
-                .or_else(|| self.topic(&tp.topic))
+            let Some(mut topic) = changed.remove(&tp.topic).or_else(|| self.topic(&tp.topic))
             else {
                 continue;
             };

@@ -77,7 +77,10 @@ impl Shared {
     /// does: write `/config/topics/<topic>`, apply it here at once (so a
     /// DescribeConfigs that follows sees it), then leave a
     /// `/config/changes` notification that every other broker follows.
-    pub(super) async fn alter_configs(&self, request: AlterTopicConfigs) -> Result<(), ControllerError> {
+    pub(super) async fn alter_configs(
+        &self,
+        request: AlterTopicConfigs,
+    ) -> Result<(), ControllerError> {
         let name = request.name;
         if !self.has_topic(&name) {
             return Err(ControllerError::UnknownTopic(name));
@@ -140,7 +143,10 @@ impl Shared {
             }
             Err(e) => return Err(e.into()),
         }
-        log::info!("dynamic broker configs of {entity} set to {:?}", request.configs);
+        log::info!(
+            "dynamic broker configs of {entity} set to {:?}",
+            request.configs
+        );
         self.load_dynamic_broker_configs().await?;
         let notification = self
             .store
@@ -158,7 +164,10 @@ impl Shared {
     pub(super) async fn read_dynamic_layers(&self) -> Result<DynamicLayers, ControllerError> {
         let mut layers = DynamicLayers::default();
         for (entity, layer) in [
-            (DEFAULT_BROKER_ENTITY.to_string(), &mut layers.cluster_default),
+            (
+                DEFAULT_BROKER_ENTITY.to_string(),
+                &mut layers.cluster_default,
+            ),
             (self.broker_id.to_string(), &mut layers.per_broker),
         ] {
             let path = ConfigEntityZNode::path(ConfigType::Broker, &entity);
@@ -246,7 +255,10 @@ impl Shared {
 
     /// `/config/changes` changed: apply the notifications newer than the
     /// last one handled (Kafka's `ZkNodeChangeNotificationListener`).
-    pub(super) async fn config_changed(&self, change: ConfigChanged) -> Result<(), ControllerError> {
+    pub(super) async fn config_changed(
+        &self,
+        change: ConfigChanged,
+    ) -> Result<(), ControllerError> {
         let seen = self
             .config_changes_seen
             .load(std::sync::atomic::Ordering::SeqCst);
@@ -263,7 +275,9 @@ impl Shared {
             let path = format!("{}/{name}", ConfigEntityChangeNotificationZNode::PATH);
             if let Some((bytes, _)) = self.store.get(&path).await? {
                 match ConfigChangeNotification::decode(&path, &bytes) {
-                    Ok(Some((ConfigType::Topic, topic))) => self.apply_topic_configs(&topic).await?,
+                    Ok(Some((ConfigType::Topic, topic))) => {
+                        self.apply_topic_configs(&topic).await?
+                    }
                     Ok(Some((ConfigType::Broker, entity)))
                         if entity == DEFAULT_BROKER_ENTITY
                             || entity == self.broker_id.to_string() =>

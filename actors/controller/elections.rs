@@ -168,7 +168,10 @@ impl Shared {
     /// [`Shared::reelect`] for every partition whose leader or an ISR
     /// member is not in `live`; applies the results here and answers the
     /// topics that changed (not yet sent to the other brokers).
-    pub(super) async fn reelect_all(&self, live: &[i32]) -> Result<Vec<TopicMetadata>, ControllerError> {
+    pub(super) async fn reelect_all(
+        &self,
+        live: &[i32],
+    ) -> Result<Vec<TopicMetadata>, ControllerError> {
         let topics = self.all_topics();
         let mut changed = Vec::new();
         for mut topic in topics {

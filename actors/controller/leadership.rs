@@ -17,7 +17,7 @@ use kafka_protocol::messages::stop_replica_request::{
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 
-use super::{partition_metadata, Controller, Shared, ControllerError};
+use super::{partition_metadata, Controller, ControllerError, Shared};
 use crate::actors::controller_channel::ControlRequest;
 use crate::cluster::{PartitionMetadata, TopicMetadata};
 pub use crate::controller::election::ElectionType;
@@ -128,7 +128,10 @@ impl Shared {
                 partition_metadata(&state, &partition.replicas, version),
             );
             changed.insert(tp.topic.clone(), topic);
-            elected.entry(tp.topic.clone()).or_default().push(tp.partition);
+            elected
+                .entry(tp.topic.clone())
+                .or_default()
+                .push(tp.partition);
             answers.push((tp, 0));
             // Killed here, one new leader is written and none is told.
             fail::fail_point!("controller.elect_leaders.one_written", |_| {
@@ -257,7 +260,11 @@ impl Shared {
             "controlled shutdown of broker {id}: {} partition(s) changed, {} replica(s) stopped \
              there, {} replicated partition(s) still led there",
             changed.iter().map(|t| t.partitions.len()).sum::<usize>(),
-            followed.values().chain(stopped.values()).map(Vec::len).sum::<usize>(),
+            followed
+                .values()
+                .chain(stopped.values())
+                .map(Vec::len)
+                .sum::<usize>(),
             remaining.len()
         );
         // The replicas it led stop once their new leaders are written.
@@ -312,7 +319,10 @@ impl Shared {
     /// Kafka's `checkAndTriggerAutoLeaderRebalance`: partitions go back to
     /// their preferred replica where a broker's share of lost leaderships
     /// is above `leader.imbalance.per.broker.percentage`.
-    async fn rebalance_leaders(&self, _request: RebalanceLeaders) -> Result<usize, ControllerError> {
+    async fn rebalance_leaders(
+        &self,
+        _request: RebalanceLeaders,
+    ) -> Result<usize, ControllerError> {
         if !self.is_active() || !self.config.auto_leader_rebalance_enable {
             return Ok(0);
         }

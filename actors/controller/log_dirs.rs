@@ -51,7 +51,10 @@ impl Shared {
     /// broker's own through `become_leader_or_follower`) and answers those that refused
     /// with KAFKA_STORAGE_ERROR. A replica back online takes its
     /// assignment up again on the way (a follower restarts its fetcher).
-    async fn offline_replicas_on(&self, broker: i32) -> Result<Vec<TopicPartition>, ControllerError> {
+    async fn offline_replicas_on(
+        &self,
+        broker: i32,
+    ) -> Result<Vec<TopicPartition>, ControllerError> {
         let topics: Vec<TopicMetadata> = self.context(|c| {
             c.topics()
                 .filter(|t| t.partitions.values().any(|p| p.replicas.contains(&broker)))

@@ -20,7 +20,9 @@ use crate::cluster::{
     is_internal_topic, validate_topic_name, BrokerEndpoint, MetadataCache, PartitionMetadata,
     TopicMetadata,
 };
-use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError, DynamicLayers, DEFAULT_BROKER_ENTITY};
+use crate::config::dynamic::{
+    DynamicBrokerConfig, DynamicConfigError, DynamicLayers, DEFAULT_BROKER_ENTITY,
+};
 use crate::config::BrokerConfig;
 use crate::controller::election::{initial_state, offline_partition_leader_election, Elected};
 use crate::metadata::assignment::{assign_for_new_topic, assign_replicas, AssignmentError};
@@ -38,8 +40,8 @@ use super::event_bus::BrokerEvent;
 use super::log::LogActorError;
 use super::partition::{PartitionRuntime, UpdateConfig};
 use super::replica_manager::{
-    ApplyUpdateMetadata, BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController, LocalControllerRole,
-    PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas,
+    ApplyUpdateMetadata, BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController,
+    LocalControllerRole, PartitionCodes, ReplicaManager, ReplicasStopped, StopReplicas,
 };
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use kafka_protocol::error::ResponseError;
@@ -147,7 +149,9 @@ impl ControllerError {
 impl From<AssignmentError> for ControllerError {
     fn from(e: AssignmentError) -> Self {
         match e {
-            AssignmentError::InvalidPartitions(_) => ControllerError::InvalidPartitions(e.to_string()),
+            AssignmentError::InvalidPartitions(_) => {
+                ControllerError::InvalidPartitions(e.to_string())
+            }
             AssignmentError::InvalidReplicationFactor { .. } => {
                 ControllerError::InvalidReplicationFactor(e.to_string())
             }

@@ -219,7 +219,10 @@ impl Shared {
     }
 
     /// Standby: `/controller` is empty; run for it.
-    pub(super) async fn try_elect(&self, registration: Registration) -> Result<bool, ControllerError> {
+    pub(super) async fn try_elect(
+        &self,
+        registration: Registration,
+    ) -> Result<bool, ControllerError> {
         let role = self.role();
         if role.active || role.registering {
             return Ok(false);

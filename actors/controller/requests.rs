@@ -71,12 +71,19 @@ impl Shared {
     /// way the active controller's decisions reach its own broker's
     /// metadata cache. Waited for, so what this controller answers a
     /// client next is what this broker serves.
-    pub(super) async fn publish_locally(&self, topics: &[TopicMetadata]) -> Result<(), ControllerError> {
+    pub(super) async fn publish_locally(
+        &self,
+        topics: &[TopicMetadata],
+    ) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
         let request = self.update_metadata_request(self.broker_id, topics);
-        match self.replica_manager.send(ApplyUpdateMetadata(request)).await {
+        match self
+            .replica_manager
+            .send(ApplyUpdateMetadata(request))
+            .await
+        {
             Ok(Ok(answer)) if answer.error_code == 0 => Ok(()),
             Ok(Ok(answer)) => {
                 // Refused: a newer controller fenced this one off.
@@ -153,7 +160,8 @@ impl Shared {
             if let (true, Some(held), Some(channel)) =
                 (ask.contains(&broker), held, self.channel(broker))
             {
-                let request = ControlRequest::StopReplica(self.stop_replica_request(broker, vec![held]));
+                let request =
+                    ControlRequest::StopReplica(self.stop_replica_request(broker, vec![held]));
                 // Each broker has its own time limit: one silent broker
                 // does not void the others' answers.
                 confirmations.push(async move {
@@ -207,7 +215,10 @@ impl Shared {
             if answered.iter().any(|(b, _)| *b == broker) {
                 continue;
             }
-            let holds = topic.partitions.values().any(|p| p.replicas.contains(&broker));
+            let holds = topic
+                .partitions
+                .values()
+                .any(|p| p.replicas.contains(&broker));
             answered.push((broker, !holds));
         }
         answered

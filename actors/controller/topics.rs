@@ -5,7 +5,10 @@
 use super::*;
 
 impl Shared {
-    pub(super) async fn resume_deletions(&self, _msg: ResumeDeletions) -> Result<(), ControllerError> {
+    pub(super) async fn resume_deletions(
+        &self,
+        _msg: ResumeDeletions,
+    ) -> Result<(), ControllerError> {
         if !self.is_active() || !self.config.delete_topic_enable {
             return Ok(());
         }
@@ -88,7 +91,10 @@ impl Shared {
     /// ZooKeeper-era admin tool, `kafka-topics.sh --zookeeper`) created
     /// there, as Kafka's `TopicChange` handler does. Topics this
     /// controller created are known already.
-    pub(super) async fn topics_changed(&self, change: TopicsChanged) -> Result<(), ControllerError> {
+    pub(super) async fn topics_changed(
+        &self,
+        change: TopicsChanged,
+    ) -> Result<(), ControllerError> {
         if !self.is_active() {
             return Ok(());
         }
@@ -188,8 +194,8 @@ impl Shared {
             return Ok(());
         }
         for name in marks.names {
-            let exists = self.has_topic(&name)
-                || self.store.get(&TopicZNode::path(&name)).await?.is_some();
+            let exists =
+                self.has_topic(&name) || self.store.get(&TopicZNode::path(&name)).await?.is_some();
             if exists && self.config.delete_topic_enable {
                 self.delete_topic_data(&name).await?;
                 continue;
@@ -281,9 +287,7 @@ impl Shared {
     ) -> Result<TopicMetadata, ControllerError> {
         let name = request.name;
         validate_topic_name(&name).map_err(|e| ControllerError::InvalidTopic(e.to_string()))?;
-        if self.has_topic(&name)
-            || self.store.get(&TopicZNode::path(&name)).await?.is_some()
-        {
+        if self.has_topic(&name) || self.store.get(&TopicZNode::path(&name)).await?.is_some() {
             return Err(ControllerError::AlreadyExists(name));
         }
         let brokers = self.live_brokers();

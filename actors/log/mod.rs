@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use tokio::sync::Semaphore;
 use kafka_protocol::error::ResponseError;
+use tokio::sync::Semaphore;
 
 use crate::clock::SharedClock;
 use crate::storage::log_dir::LogDir;
@@ -29,15 +29,14 @@ use crate::topic_partition::TopicPartition;
 pub mod shard;
 
 pub use shard::{
-    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId, CheckpointEntry,
-    DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
-    Read, ReplicaLog, Roll, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
-    UpdateLogConfig,
+    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId,
+    CheckpointEntry, DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets,
+    OffsetForTimestamp, Read, ReplicaLog, Roll, SetHighWatermark, SwapCleaned, TakeCleanable,
+    Truncate, TruncateFully, UpdateLogConfig,
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, DescribeShardLogs,
-    EnforceRetention,
-    FlushDueLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
+    EnforceRetention, FlushDueLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
 };
 
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -68,9 +67,9 @@ impl LogActorError {
             LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
             LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
             LogActorError::Log(e) => e.code(),
-            LogActorError::ShardGone(_) | LogActorError::ShardPanic { .. } | LogActorError::Stopped => {
-                ResponseError::KafkaStorageError.code()
-            }
+            LogActorError::ShardGone(_)
+            | LogActorError::ShardPanic { .. }
+            | LogActorError::Stopped => ResponseError::KafkaStorageError.code(),
         }
     }
 }

@@ -40,7 +40,10 @@ impl PartitionError {
 
     /// The log went offline under the partition (a disk fault).
     pub fn is_offline(&self) -> bool {
-        matches!(self, PartitionError::Log(LogActorError::PartitionOffline { .. }))
+        matches!(
+            self,
+            PartitionError::Log(LogActorError::PartitionOffline { .. })
+        )
     }
 }
 
@@ -55,10 +58,7 @@ mod tests {
             requested: 1,
             current: 2,
         };
-        assert_eq!(
-            PartitionError::from(fenced.clone()).code(),
-            fenced.code()
-        );
+        assert_eq!(PartitionError::from(fenced.clone()).code(), fenced.code());
         let offline = LogActorError::PartitionOffline {
             tp: TopicPartition::new("t", 0),
             reason: "disk".into(),

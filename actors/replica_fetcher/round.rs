@@ -76,7 +76,6 @@ impl Outcome {
     }
 }
 
-
 pub(super) async fn run_round(
     client: &mut BrokerClient,
     config: &ReplicaFetcherConfig,
