@@ -18,6 +18,7 @@ use std::sync::{Arc, RwLock};
 
 use actix::prelude::*;
 
+pub use crate::replication::CommittedTotals;
 use crate::topic_partition::TopicPartition;
 
 /// Something that happened in the broker.
@@ -56,7 +57,10 @@ pub enum BrokerEvent {
         tp: TopicPartition,
     },
     /// Records became committed (readable by consumers): the new high
-    /// watermark, and how many records and bytes moved below it.
+    /// watermark, how many records and bytes moved below it, and the
+    /// running totals of this leadership. A subscriber that may drop
+    /// events (a full mailbox) counts from `committed`, not by summing
+    /// `records` and `bytes`.
     HighWatermarkAdvanced {
         /// The partition.
         tp: TopicPartition,
@@ -66,6 +70,8 @@ pub enum BrokerEvent {
         records: i64,
         /// Bytes newly below it.
         bytes: u64,
+        /// What this leadership has committed so far.
+        committed: CommittedTotals,
     },
     /// A group commit fsynced `tp` up to `recovery_point`, answering
     /// `produces` appends that waited for it (`flush.messages`).

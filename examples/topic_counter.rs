@@ -8,14 +8,18 @@
 //! ```
 //!
 //! It subscribes to `HighWatermarkAdvanced` events on the broker's event
-//! bus (each carries the records and bytes that became committed), keeps a
-//! sum per topic since it started, and every `--interval-ms` appends one
-//! record per topic that changed to `--output`: key the topic, value
+//! bus. Each carries the running totals of the partition's leadership, so
+//! the counts stay exact when the counter's mailbox is full and the bus
+//! drops events for it: the next event says it all again. Per topic it
+//! sums what its partitions committed since the counter started, and
+//! every `--interval-ms` appends one record per topic that changed to
+//! `--output`: key the topic, value
 //! `{"topic":"t","records":N,"bytes":B}`. Internal topics and its own
 //! output are not counted.
 
 mod common;
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -24,7 +28,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use bytes::Bytes;
 use clap::Parser;
-use ferrolog::actors::event_bus::{BrokerEvent, EventKind};
+use ferrolog::actors::event_bus::{BrokerEvent, CommittedTotals, EventKind};
 use ferrolog::actors::extension::{Extension, ExtensionContext, ProducedRecord};
 use ferrolog::broker::Broker;
 use ferrolog::topic_partition::TopicPartition;
@@ -59,7 +63,7 @@ impl Extension for TopicCounter {
             output: self.output,
             interval: self.interval,
             broker,
-            totals: BTreeMap::new(),
+            partitions: BTreeMap::new(),
             changed: BTreeSet::new(),
             subscribed: false,
         }
@@ -70,14 +74,67 @@ pub struct CounterActor {
     output: String,
     interval: Duration,
     broker: ExtensionContext,
-    /// Records and bytes committed per topic since the counter started.
-    totals: BTreeMap<String, (i64, u64)>,
+    /// What each partition committed since the counter started.
+    partitions: BTreeMap<TopicPartition, PartitionCount>,
     /// Topics counted since the last write.
     changed: BTreeSet<String>,
     subscribed: bool,
 }
 
+/// A partition's committed records and bytes: the leaderships that ended
+/// (summed) and the current one (its latest running totals).
+/// The first event seen sets a negative baseline, so what a leadership
+/// committed before the counter started is not counted.
+struct PartitionCount {
+    ended: (i64, i64),
+    current: CommittedTotals,
+}
+
+impl PartitionCount {
+    /// A count that starts with an event that moved `records` and `bytes`.
+    fn starting_at(committed: CommittedTotals, records: i64, bytes: u64) -> Self {
+        PartitionCount {
+            ended: (
+                records - committed.records,
+                bytes as i64 - committed.bytes as i64,
+            ),
+            current: committed,
+        }
+    }
+
+    fn observe(&mut self, committed: CommittedTotals) {
+        if committed.since_offset != self.current.since_offset {
+            self.ended.0 += self.current.records;
+            self.ended.1 += self.current.bytes as i64;
+            self.current = committed;
+        } else if committed.records >= self.current.records {
+            self.current = committed;
+        }
+    }
+
+    fn total(&self) -> (i64, u64) {
+        (
+            self.ended.0 + self.current.records,
+            (self.ended.1 + self.current.bytes as i64).max(0) as u64,
+        )
+    }
+}
+
 impl CounterActor {
+    /// Records and bytes committed to `topic` since the counter started.
+    fn topic_total(&self, topic: &str) -> Option<(i64, u64)> {
+        let mut partitions = self
+            .partitions
+            .iter()
+            .filter(|(tp, _)| tp.topic == topic)
+            .peekable();
+        partitions.peek()?;
+        Some(partitions.fold((0, 0), |(records, bytes), (_, count)| {
+            let (r, b) = count.total();
+            (records + r, bytes + b)
+        }))
+    }
+
     /// Write one record per changed topic to the output topic.
     fn publish(&mut self, ctx: &mut Context<Self>) {
         if self.changed.is_empty() {
@@ -86,7 +143,7 @@ impl CounterActor {
         let records: Vec<ProducedRecord> = std::mem::take(&mut self.changed)
             .into_iter()
             .filter_map(|topic| {
-                let (records, bytes) = *self.totals.get(&topic)?;
+                let (records, bytes) = self.topic_total(&topic)?;
                 let value = format!(r#"{{"topic":"{topic}","records":{records},"bytes":{bytes}}}"#);
                 Some(ProducedRecord {
                     key: Some(Bytes::from(topic)),
@@ -138,16 +195,23 @@ impl Handler<BrokerEvent> for CounterActor {
 
     fn handle(&mut self, event: BrokerEvent, _ctx: &mut Context<Self>) {
         if let BrokerEvent::HighWatermarkAdvanced {
-            tp, records, bytes, ..
+            tp,
+            records,
+            bytes,
+            committed,
+            ..
         } = event
         {
             if tp.topic == self.output || tp.topic.starts_with("__") {
                 return;
             }
-            let total = self.totals.entry(tp.topic.clone()).or_default();
-            total.0 += records;
-            total.1 += bytes;
-            self.changed.insert(tp.topic);
+            self.changed.insert(tp.topic.clone());
+            match self.partitions.entry(tp) {
+                Entry::Occupied(mut count) => count.get_mut().observe(committed),
+                Entry::Vacant(slot) => {
+                    slot.insert(PartitionCount::starting_at(committed, records, bytes));
+                }
+            }
         }
     }
 }

@@ -621,6 +621,22 @@ impl<R> DelayedFlushes<R> {
     }
 }
 
+/// What one leadership has committed so far: running totals, so a
+/// subscriber to `HighWatermarkAdvanced` that dropped events (a full
+/// mailbox) still counts right from the next one it gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommittedTotals {
+    /// The high watermark when this leadership began: the totals count
+    /// from here (a new leadership, or a restarted actor, starts again).
+    pub since_offset: i64,
+    /// Records committed since `since_offset` (high watermark minus it).
+    pub records: i64,
+    /// Bytes of the batches this leader appended and then committed.
+    /// Records it took over from an earlier leader count in `records`
+    /// only: their sizes were never seen here.
+    pub bytes: u64,
+}
+
 /// The leader's appends above the high watermark, as (end offset, bytes),
 /// so that `HighWatermarkAdvanced` can say how many bytes became
 /// committed. Bounded: past `capacity` entries (the high watermark frozen
@@ -630,6 +646,7 @@ impl<R> DelayedFlushes<R> {
 pub struct UncommittedAppends {
     appends: std::collections::VecDeque<(i64, u64)>,
     capacity: usize,
+    totals: CommittedTotals,
 }
 
 impl UncommittedAppends {
@@ -637,7 +654,19 @@ impl UncommittedAppends {
         UncommittedAppends {
             appends: std::collections::VecDeque::new(),
             capacity: capacity.max(1),
+            totals: CommittedTotals::default(),
         }
+    }
+
+    /// A leadership begins at `high_watermark`: nothing is uncommitted
+    /// yet, and the totals count from there.
+    pub fn begin_leadership(&mut self, high_watermark: i64) {
+        self.appends.clear();
+        self.totals = CommittedTotals {
+            since_offset: high_watermark,
+            records: 0,
+            bytes: 0,
+        };
     }
 
     /// An append ending at `end_offset` (exclusive) of `bytes`.
@@ -652,7 +681,8 @@ impl UncommittedAppends {
         self.appends.push_back((end_offset, bytes));
     }
 
-    /// The bytes of the appends the high watermark now covers.
+    /// The bytes of the appends the high watermark now covers; the totals
+    /// move with them.
     pub fn commit(&mut self, high_watermark: i64) -> u64 {
         let mut bytes = 0;
         while let Some(&(end, size)) = self.appends.front() {
@@ -662,7 +692,14 @@ impl UncommittedAppends {
             bytes += size;
             self.appends.pop_front();
         }
+        self.totals.records = (high_watermark - self.totals.since_offset).max(0);
+        self.totals.bytes += bytes;
         bytes
+    }
+
+    /// The running totals of this leadership.
+    pub fn totals(&self) -> CommittedTotals {
+        self.totals
     }
 
     pub fn clear(&mut self) {
@@ -946,6 +983,34 @@ mod tests {
         assert_eq!(uncommitted.commit(35), 0);
         assert_eq!(uncommitted.commit(40), 300);
         assert_eq!(uncommitted.commit(100), 0);
+        assert_eq!(
+            uncommitted.totals(),
+            CommittedTotals {
+                since_offset: 0,
+                records: 100,
+                bytes: 400
+            }
+        );
+    }
+
+    #[test]
+    fn a_new_leadership_counts_its_totals_from_its_high_watermark() {
+        let mut uncommitted = UncommittedAppends::new(8);
+        uncommitted.push(10, 100);
+        uncommitted.commit(10);
+        // Follower, then leader again at 25: the 15 records another leader
+        // wrote count in `records` only, as their sizes were never seen.
+        uncommitted.begin_leadership(25);
+        uncommitted.push(30, 50);
+        assert_eq!(uncommitted.commit(30), 50);
+        assert_eq!(
+            uncommitted.totals(),
+            CommittedTotals {
+                since_offset: 25,
+                records: 5,
+                bytes: 50
+            }
+        );
     }
 
     #[test]

@@ -1095,3 +1095,105 @@ fn partition_and_log_actor_mailboxes_are_bounded() {
         assert!(matches!(answered, Ok(Ok(_))));
     });
 }
+
+/// Keeps the last `HighWatermarkAdvanced` it handled, slowly, from a
+/// mailbox of one: it drops most events of a fast writer.
+struct SlowCommitWatcher(Arc<std::sync::Mutex<Option<BrokerEvent>>>);
+
+impl actix::Actor for SlowCommitWatcher {
+    type Context = actix::Context<Self>;
+
+    fn started(&mut self, ctx: &mut actix::Context<Self>) {
+        ctx.set_mailbox_capacity(1);
+    }
+}
+
+impl actix::Handler<BrokerEvent> for SlowCommitWatcher {
+    type Result = ();
+
+    fn handle(&mut self, event: BrokerEvent, _ctx: &mut actix::Context<Self>) {
+        std::thread::sleep(Duration::from_millis(2));
+        *self.0.lock().unwrap() = Some(event);
+    }
+}
+
+/// `HighWatermarkAdvanced` carries running totals: a subscriber that
+/// dropped most events (a full mailbox) still reads the exact records and
+/// bytes this leadership committed from the next event it gets.
+#[test]
+fn commit_events_carry_running_totals_a_lagging_subscriber_can_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        use actix::Actor;
+        let log = log_actor_on(dir.path()).await;
+        let shards = log.send(GetShards).await.unwrap();
+        let events = EventBus::new();
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let watcher_seen = seen.clone();
+        // Its own thread, so its slowness does not slow the writer.
+        let arbiter = actix::Arbiter::new();
+        let watcher = SlowCommitWatcher::start_in_arbiter(&arbiter.handle(), move |_| {
+            SlowCommitWatcher(watcher_seen)
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        events.subscribe(watcher.recipient(), &[EventKind::HighWatermarkAdvanced]);
+        let tp = TopicPartition::new("totals", 0);
+        let offsets = log
+            .send(CreateLog {
+                tp: tp.clone(),
+                config: LogConfig::default(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let partition = PartitionActor::start(
+            tp.clone(),
+            shards.for_partition(&tp),
+            offsets,
+            events.clone(),
+            ReplicaContext::standalone(0, Arc::new(SystemClock)),
+            PartitionAssignment::sole_replica(0),
+            None,
+        );
+        const APPENDS: usize = 300;
+        let batch = batch_v2(2, 10, Compression::None);
+        let answers = futures_util::future::join_all((0..APPENDS).map(|_| {
+            partition.addr.send(AppendRecords {
+                records: batch.clone(),
+                acks: Acks::Leader,
+            })
+        }))
+        .await;
+        for answer in answers {
+            answer.unwrap().unwrap();
+        }
+        assert!(events.dropped() > 0, "the watcher must have dropped events");
+        // Let it drain; the next event then reaches it.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        partition
+            .addr
+            .send(AppendRecords {
+                records: batch.clone(),
+                acks: Acks::Leader,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let last = seen.lock().unwrap().clone();
+        let Some(BrokerEvent::HighWatermarkAdvanced {
+            high_watermark,
+            committed,
+            ..
+        }) = last
+        else {
+            panic!("no commit event reached the watcher: {last:?}");
+        };
+        let appends = APPENDS as u64 + 1;
+        assert_eq!(high_watermark, 2 * appends as i64);
+        assert_eq!(committed.since_offset, 0);
+        assert_eq!(committed.records, 2 * appends as i64);
+        assert_eq!(committed.bytes, appends * batch.len() as u64);
+        arbiter.stop();
+    });
+}

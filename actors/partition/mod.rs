@@ -352,6 +352,7 @@ impl PartitionActor {
                 high_watermark: candidate,
                 records: candidate - before,
                 bytes,
+                committed: self.uncommitted.totals(),
             });
         }
         for (reply, answer) in self.purgatory.complete(self.state.high_watermark, isr_size) {
@@ -575,6 +576,7 @@ impl PartitionActor {
         let was_leader = matches!(self.role, Role::Leader(_));
         if !was_leader && assignment.leader == self.replica.broker_id {
             self.leadership_term += 1;
+            self.uncommitted.begin_leadership(self.state.high_watermark);
         }
         self.assignment = assignment.clone();
         self.isr_fenced = false;
