@@ -31,7 +31,9 @@ use crate::actors::partition::{
     GetState, PartitionRegistry, ProduceError, ProducePath, ReadRecords, RequiredAcks,
 };
 use crate::actors::pool::ActorPool;
-use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
+/// An extension's handle on its own supervision (`ExtensionContext::supervision`).
+pub use crate::actors::supervisor::SupervisorLink;
+use crate::actors::supervisor::{supervise, ChildSpec, Escalation};
 use crate::clock::SharedClock;
 use crate::cluster::MetadataCache;
 use crate::group::records::OffsetAndMetadata;

@@ -12,10 +12,10 @@
 //! it owns and what it must never do, its messages next to it, and a line in
 //! ARCHITECTURE.md.
 
-// What an extension uses.
+// What an extension uses (`extension` re-exports the `SupervisorLink` it
+// needs; the rest of supervision is internal).
 pub mod event_bus;
 pub mod extension;
-pub mod supervisor;
 
 crate::internal_modules! {
     mod acceptor;
@@ -30,4 +30,5 @@ crate::internal_modules! {
     mod pool;
     mod replica_fetcher;
     mod replica_manager;
+    mod supervisor;
 }

@@ -39,37 +39,94 @@ use crate::config::BrokerConfig;
 use crate::metadata::store::{MetadataError, MetadataStore};
 use crate::metadata::{EmbeddedStore, ZooKeeperStore, EMBEDDED_STORE_FILE_NAME};
 
-/// Why a broker could not start or stop.
-#[derive(Debug, thiserror::Error)]
-pub enum BrokerError {
-    #[error("storage: {0}")]
-    /// The log actor failed to start or stop.
-    Log(#[from] LogActorError),
-    #[error("metadata store: {0}")]
-    /// The metadata store failed.
-    Metadata(#[from] MetadataError),
-    #[error("zookeeper.connect={connect}: {source}")]
-    /// ZooKeeper could not be reached.
-    ZooKeeper {
-        /// The `zookeeper.connect` asked for.
-        connect: String,
-        /// Why not.
-        source: MetadataError,
-    },
-    #[error("controller: {0}")]
-    /// The controller refused a start-up step.
-    Controller(#[from] ControllerError),
-    #[error("cannot listen on {address}: {source}")]
-    /// The listener could not bind.
-    Listen {
-        /// The address asked for.
-        address: String,
-        /// Why not.
-        source: std::io::Error,
-    },
-    #[error("{0}")]
+/// What kind of failure stopped a broker from starting or stopping: what
+/// an embedder matches on. The error's `source()` says why in detail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BrokerErrorKind {
+    /// The logs could not be loaded, recovered, flushed or closed.
+    Storage,
+    /// The metadata store (embedded or ZooKeeper) failed.
+    MetadataStore,
+    /// `zookeeper.connect` could not be reached at start-up.
+    ZooKeeperUnreachable,
+    /// The controller refused a start-up step (registration, election).
+    Controller,
+    /// A listener could not bind.
+    Listen,
     /// An invalid combination of settings.
-    Config(String),
+    Config,
+}
+
+/// Why a broker could not start or stop: a kind to match on, a message,
+/// and the underlying error as a boxed `source()`.
+#[derive(Debug)]
+pub struct BrokerError {
+    kind: BrokerErrorKind,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl BrokerError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> BrokerErrorKind {
+        self.kind
+    }
+
+    fn new(
+        kind: BrokerErrorKind,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        BrokerError {
+            kind,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    fn config(message: impl Into<String>) -> Self {
+        BrokerError {
+            kind: BrokerErrorKind::Config,
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
+impl std::fmt::Display for BrokerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.source {
+            Some(source) => write!(f, "{}: {source}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for BrokerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<LogActorError> for BrokerError {
+    fn from(source: LogActorError) -> Self {
+        BrokerError::new(BrokerErrorKind::Storage, "storage", source)
+    }
+}
+
+impl From<MetadataError> for BrokerError {
+    fn from(source: MetadataError) -> Self {
+        BrokerError::new(BrokerErrorKind::MetadataStore, "metadata store", source)
+    }
+}
+
+impl From<ControllerError> for BrokerError {
+    fn from(source: ControllerError) -> Self {
+        BrokerError::new(BrokerErrorKind::Controller, "controller", source)
+    }
 }
 
 /// A running broker.
@@ -122,14 +179,6 @@ impl Broker {
     pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
         Self::builder(config).start().await
     }
-
-    /// Start a broker on `clock`. Must run inside an actix system.
-    pub async fn start_with_clock(
-        config: BrokerConfig,
-        clock: SharedClock,
-    ) -> Result<BrokerHandle, BrokerError> {
-        Self::builder(config).with_clock(clock).start().await
-    }
 }
 
 impl BrokerBuilder {
@@ -139,8 +188,9 @@ impl BrokerBuilder {
         self
     }
 
-    /// Keep the metadata in `store` instead of the one the config names
-    /// (an embedder's own ZooKeeper handle, or a store shared by tests).
+    /// Keep the metadata in `store` instead of the one the config names (a
+    /// store shared by tests). Internal: `MetadataStore` is not public API.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_metadata_store(mut self, store: Arc<dyn MetadataStore>) -> Self {
         self.store = Some(store);
         self
@@ -181,7 +231,7 @@ impl BrokerBuilder {
         let listener = config
             .listeners
             .first()
-            .ok_or_else(|| BrokerError::Config("listeners is empty".into()))?;
+            .ok_or_else(|| BrokerError::config("listeners is empty"))?;
         let bind_host = if listener.host.is_empty() {
             "0.0.0.0"
         } else {
@@ -190,13 +240,20 @@ impl BrokerBuilder {
         let address = format!("{bind_host}:{}", listener.port);
         let socket = tokio::net::TcpListener::bind(&address)
             .await
-            .map_err(|source| BrokerError::Listen {
-                address: address.clone(),
-                source,
+            .map_err(|source| {
+                BrokerError::new(
+                    BrokerErrorKind::Listen,
+                    format!("cannot listen on {address}"),
+                    source,
+                )
             })?;
-        let bound = socket
-            .local_addr()
-            .map_err(|source| BrokerError::Listen { address, source })?;
+        let bound = socket.local_addr().map_err(|source| {
+            BrokerError::new(
+                BrokerErrorKind::Listen,
+                format!("cannot listen on {address}"),
+                source,
+            )
+        })?;
         let advertised = advertised_endpoint(&config, bound);
         let cache = MetadataCache::default();
         // Dynamic broker configs (KIP-226) layer over the file; the
@@ -369,9 +426,12 @@ async fn open_metadata_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataSt
         std::time::Duration::from_millis(config.zookeeper_connection_timeout_ms),
     )
     .await
-    .map_err(|e| BrokerError::ZooKeeper {
-        connect: connect.clone(),
-        source: e,
+    .map_err(|source| {
+        BrokerError::new(
+            BrokerErrorKind::ZooKeeperUnreachable,
+            format!("zookeeper.connect={connect}"),
+            source,
+        )
     })?;
     log::info!(
         "connected to ZooKeeper at {connect} (session {:#x})",
@@ -384,7 +444,7 @@ fn open_embedded_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataStore>, 
     let first = config
         .log_dirs
         .first()
-        .ok_or_else(|| BrokerError::Config("log.dirs is empty".into()))?;
+        .ok_or_else(|| BrokerError::config("log.dirs is empty"))?;
     // The store lives in the first log dir, opened before the logs (which
     // create their dirs): create it here, as Kafka creates missing log dirs.
     std::fs::create_dir_all(first).map_err(|source| MetadataError::Persist {

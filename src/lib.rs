@@ -15,8 +15,9 @@
 //! - `actors` (the top-level `actors/` folder): acceptor, connection,
 //!   controller, partition, log actor and shards, supervision.
 //!
-//! The public API is `broker`, `config`, `clock`, `topic_partition` and
-//! `actors::{extension, event_bus, supervisor}`: enough to run a broker,
+//! The public API is `broker`, `config` (`BrokerConfig`, `ConfigError`,
+//! `ConfigWarning`, `Listener`), `clock`, `topic_partition` and
+//! `actors::{extension, event_bus}`: enough to run a broker,
 //! embed one, and extend it with actors. The other modules are internal
 //! (see `internal_modules!`). `ARCHITECTURE.md` at the repository root is
 //! the map.
@@ -42,6 +43,21 @@ macro_rules! internal_modules {
     )*};
 }
 pub(crate) use internal_modules;
+
+/// Re-exports internal items from a public module: `pub` (hidden) under
+/// the `internals` feature, crate-visible otherwise, as
+/// `internal_modules!` does for whole modules.
+macro_rules! internal_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub use $($path)*;
+        #[cfg(not(feature = "internals"))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+pub(crate) use internal_use;
 
 /// A fail point's crash (`--features failpoints`): the process dies at
 /// once, as with an operator's SIGKILL, so crash recovery is tested at an

@@ -66,7 +66,9 @@ fn committed_offsets_expire_after_the_retention() {
     let config = BrokerConfig::from_properties(&properties, &[]).unwrap().0;
     let clock = ManualClock::new(SystemClock.now_ms());
     actix_rt::System::new().block_on(async move {
-        let broker = Broker::start_with_clock(config, Arc::new(clock.clone()))
+        let broker = Broker::builder(config)
+            .with_clock(Arc::new(clock.clone()))
+            .start()
             .await
             .unwrap();
         let bootstrap = broker.bound.to_string();

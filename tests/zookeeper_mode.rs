@@ -442,6 +442,56 @@ fn unreachable_zookeeper_fails_start_up_with_one_line() {
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
+/// An embedder matches on why start-up failed: `BrokerError::kind()`,
+/// with the underlying error as its `source()`.
+#[test]
+fn start_up_errors_carry_a_kind_an_embedder_can_match() {
+    use ferrolog::broker::{Broker, BrokerErrorKind};
+    use std::error::Error as _;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let taken_port = taken.local_addr().expect("address").port();
+    let free_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = |properties: String| {
+        let (config, _) =
+            ferrolog::config::BrokerConfig::from_properties(&properties, &[]).expect("parses");
+        actix_rt::System::new().block_on(async move {
+            match Broker::start(config).await {
+                Ok(broker) => {
+                    let _ = broker.shutdown().await;
+                    None
+                }
+                Err(e) => Some(e),
+            }
+        })
+    };
+    let busy = start(format!(
+        "listeners=PLAINTEXT://127.0.0.1:{taken_port}\nlog.dirs={}\n",
+        dir.path().join("busy").display()
+    ))
+    .expect("a taken port fails start-up");
+    assert_eq!(busy.kind(), BrokerErrorKind::Listen, "{busy}");
+    assert!(busy.source().is_some(), "{busy:?}");
+    assert!(busy.to_string().contains(&taken_port.to_string()), "{busy}");
+
+    let unreachable = start(format!(
+        "listeners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\n\
+         zookeeper.connect=127.0.0.1:{free_port}\nzookeeper.connection.timeout.ms=1000\n",
+        dir.path().join("zk").display()
+    ))
+    .expect("an absent ensemble fails start-up");
+    assert_eq!(
+        unreachable.kind(),
+        BrokerErrorKind::ZooKeeperUnreachable,
+        "{unreachable}"
+    );
+    assert!(unreachable.source().is_some(), "{unreachable:?}");
+    drop(taken);
+}
+
 /// A session expiry (forced from outside on a running broker) costs the
 /// registration and the controller claim; the broker claims both again on
 /// its new session, with a new controller epoch, keeps serving, and then

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::{
-    default_listener, invalid, java_double, parse_bool, parse_cleanup_policy,
-    parse_compression_type, parse_double, parse_int, parse_timestamp_type, ConfigError, JavaInt,
-    Listener, Props, ReplicaSelector, HOUR_MS, MIN_INDEX_BYTES, MIN_SEGMENT_BYTES,
+    default_listener, invalid, parse_bool, parse_cleanup_policy, parse_compression_type,
+    parse_double, parse_int, parse_timestamp_type, ConfigError, JavaInt, Listener, Props,
+    ReplicaSelector, HOUR_MS, MIN_INDEX_BYTES, MIN_SEGMENT_BYTES,
 };
 use crate::storage::config::{CleanupPolicy, CompressionType, LogConfig, TimestampType};
 use crate::topic_config::ConfigKind;
@@ -99,6 +99,17 @@ fn misdeclared(key: &str, raw: &str) -> ConfigError {
         raw,
         "the key's rule does not fit its type (a ferrolog bug)",
     )
+}
+
+/// A double as Java prints it (`0.5`, `1.0`, `1.7976931348623157E308`).
+pub fn java_double(value: f64) -> String {
+    if value == f64::MAX {
+        "1.7976931348623157E308".to_string()
+    } else if value.fract() == 0.0 && value.abs() < 1e16 {
+        format!("{value:.1}")
+    } else {
+        value.to_string()
+    }
 }
 
 macro_rules! integer_values {

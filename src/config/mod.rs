@@ -17,14 +17,22 @@ use std::path::{Path, PathBuf};
 
 use java_properties::{LineContent, PropertiesIter};
 
-pub mod dynamic;
 mod keys;
+mod replica_selector;
+mod topic;
 
-pub use crate::storage::config::CleanupPolicy;
+crate::internal_modules! {
+    mod dynamic;
+}
+
+// The public API is `BrokerConfig`, `ConfigError`, `ConfigWarning` and
+// `Listener`; the rest is for the crate (and its tests).
+pub use keys::BrokerConfig;
+crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
+crate::internal_use!(replica_selector::ReplicaSelector);
+crate::internal_use!(topic::apply_topic_overrides);
+crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
-pub use keys::{broker_key, BrokerConfig, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS};
-
-pub use crate::storage::config::CompressionType;
 
 /// Kafka refuses smaller segments: one must hold at least a v0 record's overhead.
 const MIN_SEGMENT_BYTES: i64 = 14;
@@ -67,37 +75,6 @@ pub enum ConfigError {
         /// Why it is refused.
         reason: String,
     },
-}
-
-/// Which replica a consumer is told to fetch from (`replica.selector.class`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplicaSelector {
-    /// Kafka's default (no selector): always the leader.
-    LeaderOnly,
-    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: an
-    /// in-sync replica in the consumer's `client.rack`, if there is one.
-    RackAware,
-}
-
-impl ReplicaSelector {
-    /// The class name of Kafka's rack-aware selector, the one built in.
-    pub const RACK_AWARE_CLASS: &'static str =
-        "org.apache.kafka.common.replica.RackAwareReplicaSelector";
-
-    fn parse(raw: &str) -> Result<ReplicaSelector, ConfigError> {
-        match raw.trim() {
-            "" => Ok(ReplicaSelector::LeaderOnly),
-            Self::RACK_AWARE_CLASS => Ok(ReplicaSelector::RackAware),
-            other => Err(ConfigError::InvalidValue {
-                key: "replica.selector.class".into(),
-                value: other.into(),
-                reason: format!(
-                    "Java classes cannot be loaded; the built-in selector is {}",
-                    Self::RACK_AWARE_CLASS
-                ),
-            }),
-        }
-    }
 }
 
 /// Something worth telling the operator that does not stop the broker.
@@ -456,81 +433,6 @@ impl BrokerConfig {
     }
 }
 
-/// Apply topic-level overrides (Kafka topic config names) on top of a base
-/// LogConfig, in order, so a later duplicate wins. `cleanup.policy`,
-/// `min.insync.replicas` and `unclean.leader.election.enable` are validated
-/// but not stored in LogConfig. Unknown
-/// topic keys are errors, as Kafka answers them with INVALID_CONFIG.
-pub fn apply_topic_overrides(
-    base: &LogConfig,
-    overrides: &[(String, String)],
-) -> Result<LogConfig, ConfigError> {
-    use JavaInt::{Int, Long};
-    let mut config = base.clone();
-    for (key, value) in overrides {
-        match key.as_str() {
-            "retention.ms" => config.retention_ms = parse_int(key, value, Long, -1)?,
-            "retention.bytes" => {
-                config.retention_bytes =
-                    unlimited_if_negative(parse_int(key, value, Long, i64::MIN)?)
-            }
-            "segment.bytes" => {
-                config.segment_bytes = parse_int(key, value, Int, MIN_SEGMENT_BYTES)?
-            }
-            "segment.ms" => config.segment_ms = parse_int(key, value, Long, 1)?,
-            "segment.index.bytes" => {
-                config.segment_index_bytes = parse_int(key, value, Int, MIN_INDEX_BYTES)?
-            }
-            "index.interval.bytes" => config.index_interval_bytes = parse_int(key, value, Int, 0)?,
-            "max.message.bytes" => config.max_message_bytes = parse_int(key, value, Int, 0)?,
-            "message.timestamp.type" => {
-                config.message_timestamp_type = parse_timestamp_type(key, value)?
-            }
-            "message.timestamp.difference.max.ms" => {
-                config.message_timestamp_difference_max_ms = parse_int(key, value, Long, 0)?
-            }
-            "message.timestamp.before.max.ms" => {
-                config.message_timestamp_before_max_ms = parse_int(key, value, Long, 0)?
-            }
-            "message.timestamp.after.max.ms" => {
-                config.message_timestamp_after_max_ms = parse_int(key, value, Long, 0)?
-            }
-            // Kafka allows 0 here (unlike the broker-wide key): flush on every append.
-            "flush.messages" => config.flush_messages = parse_int(key, value, Long, 0)?,
-            "flush.ms" => config.flush_ms = parse_int(key, value, Long, 0)?,
-            "cleanup.policy" => config.cleanup_policy = parse_cleanup_policy(key, value)?,
-            "compression.type" => config.compression_type = parse_compression_type(key, value)?,
-            "delete.retention.ms" => config.delete_retention_ms = parse_int(key, value, Long, 0)?,
-            "min.cleanable.dirty.ratio" => {
-                config.min_cleanable_dirty_ratio = parse_double(key, value, 0.0, 1.0)?
-            }
-            "min.compaction.lag.ms" => {
-                config.min_compaction_lag_ms = parse_int(key, value, Long, 0)?
-            }
-            "max.compaction.lag.ms" => {
-                config.max_compaction_lag_ms = parse_int(key, value, Long, 1)?
-            }
-            "min.insync.replicas" => {
-                let _: i32 = parse_int(key, value, Int, 1)?;
-            }
-            // Read by the controller from the topic's configs when it elects.
-            "unclean.leader.election.enable" => {
-                if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
-                    return Err(invalid(key, value, "must be true or false"));
-                }
-            }
-            _ => match crate::topic_config::topic_config(key) {
-                // Kafka's key, not honoured yet: stored and described,
-                // checked against its type (see `topic_config`).
-                Some(def) if !def.honoured => crate::topic_config::validate_unhonoured(def, value)
-                    .map_err(|e| invalid(key, value, e.to_string()))?,
-                _ => return Err(invalid(key, value, "unknown or unsupported topic config")),
-            },
-        }
-    }
-    Ok(config)
-}
-
 const MINUTE_MS: i64 = 60 * 1000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
 
@@ -665,17 +567,6 @@ fn parse_compression_type(key: &str, raw: &str) -> Result<CompressionType, Confi
             "expected one of producer, uncompressed, gzip, snappy, lz4, zstd",
         )
     })
-}
-
-/// A double as Java prints it (`0.5`, `1.0`, `1.7976931348623157E308`).
-pub fn java_double(value: f64) -> String {
-    if value == f64::MAX {
-        "1.7976931348623157E308".to_string()
-    } else if value.fract() == 0.0 && value.abs() < 1e16 {
-        format!("{value:.1}")
-    } else {
-        value.to_string()
-    }
 }
 
 /// Kafka treats any negative retention size as "no limit"; storage only knows -1.
