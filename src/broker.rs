@@ -373,6 +373,7 @@ impl BrokerBuilder {
             }),
             frame_buffers: crate::net::FrameBuffers::new(),
             log_dirs: log.clone().recipient(),
+            auto_creations: Default::default(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -442,6 +442,93 @@ fn unreachable_zookeeper_fails_start_up_with_one_line() {
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
+/// A produce to an unknown topic does not hold the connection's turn while
+/// the controller auto-creates it: with ZooKeeper frozen (creation cannot
+/// finish), a pipelined Produce to an unknown topic and then one to a known
+/// topic are both answered at once, UNKNOWN_TOPIC_OR_PARTITION (the client
+/// retries, as Kafka's producer does) and a written offset; the creation
+/// goes on in the background and the topic exists once ZooKeeper is back.
+#[test]
+fn a_produce_to_an_unknown_topic_does_not_wait_for_its_creation() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{
+        ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+    };
+    use kafka_protocol::protocol::{Decodable, StrBytes};
+    use std::io::{Read, Write};
+
+    let zk = ZooKeeperServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let connect = format!("zookeeper.connect={}", zk.connect_string());
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[connect.as_str(), "zookeeper.session.timeout.ms=30000"],
+    );
+    let batch =
+        || ferrolog::storage::testing::batch_v2(1, 20, kafka_protocol::records::Compression::None);
+    // The known topic, created and led before ZooKeeper freezes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common::produce_batch(&broker.bootstrap, "known", 0, 1, 1) != 0 {
+        assert!(Instant::now() < deadline, "known never accepted a produce");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    zk.freeze();
+    let produce = |correlation_id: i32, topic: &str| {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::Produce as i16)
+            .with_request_api_version(7)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")));
+        let request = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch()))])]);
+        ferrolog::protocol::encode_request(&header, ApiKey::Produce, &request).expect("encodes")
+    };
+    let mut stream = std::net::TcpStream::connect(&broker.bootstrap).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    stream.write_all(&produce(1, "fresh")).expect("sends");
+    stream.write_all(&produce(2, "known")).expect("sends");
+    let mut answers = Vec::new();
+    for expected in [1, 2] {
+        let mut prefix = [0u8; 4];
+        let read = stream.read_exact(&mut prefix);
+        if read.is_err() {
+            zk.thaw();
+        }
+        read.unwrap_or_else(|e| {
+            panic!("response {expected} not answered within 5 s while ZooKeeper is frozen: {e}")
+        });
+        let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut body).expect("response body");
+        let mut buf = bytes::Bytes::from(body);
+        let header = ResponseHeader::decode(&mut buf, 0).expect("header");
+        assert_eq!(header.correlation_id, expected, "answered in request order");
+        let response = ProduceResponse::decode(&mut buf, 7).expect("decodes");
+        answers.push(response.responses[0].partition_responses[0].clone());
+    }
+    zk.thaw();
+    assert_eq!(
+        answers[0].error_code, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION: {:?}",
+        answers[0]
+    );
+    assert_eq!(answers[1].error_code, 0, "{:?}", answers[1]);
+    assert!(answers[1].base_offset >= 1, "{:?}", answers[1]);
+    // The creation it started finishes once ZooKeeper is back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common::produce_batch(&broker.bootstrap, "fresh", 0, 1, 1) != 0 {
+        assert!(Instant::now() < deadline, "fresh was never created");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// An embedder matches on why start-up failed: `BrokerError::kind()`,
 /// with the underlying error as its `source()`.
 #[test]

@@ -82,6 +82,8 @@ pub struct BrokerContext {
     pub frame_buffers: std::sync::Arc<crate::net::FrameBuffers>,
     /// The log actor's description of its directories (DescribeLogDirs).
     pub log_dirs: actix::Recipient<crate::actors::log::DescribeLogDirs>,
+    /// Topics a Produce started auto-creating.
+    pub auto_creations: create_topics::AutoTopicCreations,
 }
 
 impl BrokerContext {

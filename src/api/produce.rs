@@ -19,7 +19,6 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
-use super::create_topics::auto_create_topic;
 use super::BrokerContext;
 use crate::actors::log::LogActorError;
 use crate::actors::partition::{PartitionError, ProduceError, RequiredAcks};
@@ -132,9 +131,9 @@ pub async fn handle(
         // A lookup, not `topic()`: that clones the topic's whole metadata.
         let known = ctx.metadata.read(|m| m.topics.contains_key(&name));
         if !known && ctx.config.auto_create_topics_enable {
-            if let Err(e) = auto_create_topic(ctx, &name).await {
-                log::debug!("produce to {name}: auto-creation failed: {e}");
-            }
+            // Not awaited: this request answers UNKNOWN_TOPIC_OR_PARTITION
+            // for it, and the turn passes on at once.
+            ctx.auto_creations.start(ctx, &name);
         }
         let mut partitions: Vec<PartitionAppend> = Vec::with_capacity(topic.partition_data.len());
         for partition in topic.partition_data {

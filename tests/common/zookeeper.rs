@@ -49,6 +49,26 @@ impl ZooKeeperServer {
         }
     }
 
+    /// SIGSTOPs the server: connections stay open and nothing answers, as
+    /// with a server stuck in a long GC pause.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONTs a frozen server.
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("running");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// Starts the server again on the same port and data.
     pub fn resume(&mut self) {
         assert!(self.child.is_none(), "already running");
