@@ -314,7 +314,6 @@ impl ConsumerGroup {
             Ok(batch) => Ok(self.log.addr.clone().send(AppendRecords {
                 records: batch,
                 acks: Acks::All {
-                    min_insync_replicas: 1,
                     timeout: GROUP_WRITE_TIMEOUT,
                 },
             })),

@@ -35,14 +35,15 @@ use super::log::{
     UpdateLogConfig,
 };
 use super::partition::{
-    ApplyAssignment, GetState, PartitionAssignment, PartitionError, PartitionRuntime, StopPartition,
+    ApplyAssignment, GetState, PartitionAssignment, PartitionError, PartitionRuntime,
+    PartitionStart, StopPartition,
 };
 use super::replica_fetcher::ReplicaFetchers;
 use super::supervisor::SupervisorLink;
 use crate::cluster::{
     is_internal_topic, BrokerEndpoint, MetadataCache, PartitionMetadata, TopicMetadata,
 };
-use crate::config::apply_topic_overrides;
+use crate::config::topic::TopicConfig;
 use crate::controller::fence::{ControllerEpochs, Fence};
 use crate::controller::requests::LEADER_DURING_DELETE;
 use crate::metadata::store::MetadataStore;
@@ -492,7 +493,7 @@ impl Replicas {
             .filter(|(tp, _)| self.partitions.registry.get(tp).is_none())
             .map(|(tp, _)| {
                 let log = self.log.clone();
-                let config = topic.log_config.clone();
+                let config = topic.config.log.clone();
                 let tp = tp.clone();
                 let topic_id = topic.topic_id;
                 async move {
@@ -549,7 +550,11 @@ impl Replicas {
                     }
                 }
                 Some(Ok(offsets)) => {
-                    let handle = self.partitions.start(&tp, offsets, assignment);
+                    let start = PartitionStart {
+                        assignment,
+                        min_insync_replicas: topic.config.min_insync_replicas,
+                    };
+                    let handle = self.partitions.start(&tp, offsets, start);
                     let addr = handle.addr.clone();
                     // Answered once its start-up (`ctx.wait`) is done.
                     starting.push(async move {
@@ -643,13 +648,13 @@ impl Replicas {
         &self,
         name: &str,
         known: Option<&TopicMetadata>,
-    ) -> Result<(BTreeMap<String, String>, LogConfig), ControllerError> {
+    ) -> Result<(BTreeMap<String, String>, TopicConfig), ControllerError> {
         if let Some(known) = known {
-            return Ok((known.configs.clone(), known.log_config.clone()));
+            return Ok((known.configs.clone(), known.config.clone()));
         }
         let configs = read_topic_configs(self.store.as_ref(), name).await?;
-        let log_config = topic_log_config(&self.broker_config.current().log_config(), &configs)?;
-        Ok((configs, log_config))
+        let config = topic_config(&self.broker_config.current().log_config(), &configs)?;
+        Ok((configs, config))
     }
 
     async fn apply_leader_and_isr(
@@ -665,7 +670,7 @@ impl Replicas {
         for topic in request.topic_states {
             let name = topic.topic_name.0.to_string();
             let known = self.cache.topic(&name);
-            let (configs, log_config) = self.configs_of(&name, known.as_ref()).await?;
+            let (configs, config) = self.configs_of(&name, known.as_ref()).await?;
             let partitions: BTreeMap<i32, PartitionMetadata> = topic
                 .partition_states
                 .iter()
@@ -689,7 +694,7 @@ impl Replicas {
                 is_internal: is_internal_topic(&name),
                 partitions,
                 configs,
-                log_config,
+                config,
             };
             let codes = self
                 .become_leader_or_follower(
@@ -762,7 +767,7 @@ impl Replicas {
                 continue;
             }
             let known = self.cache.topic(&name);
-            let (configs, log_config) = self.configs_of(&name, known.as_ref()).await?;
+            let (configs, config) = self.configs_of(&name, known.as_ref()).await?;
             let mut partitions = known.map(|t| t.partitions).unwrap_or_default();
             for p in topic.partition_states {
                 partitions.insert(
@@ -782,7 +787,7 @@ impl Replicas {
                 is_internal: is_internal_topic(&name),
                 partitions,
                 configs,
-                log_config,
+                config,
             };
             self.cache.update(|m| m.topics.insert(name, metadata));
         }
@@ -833,16 +838,18 @@ pub async fn read_topic_configs(
     )
 }
 
-/// The log config of a topic with `configs` over the broker's `base`.
-pub fn topic_log_config(
+/// The config of a topic with `configs` over the broker's log defaults
+/// `base`.
+pub fn topic_config(
     base: &LogConfig,
     configs: &BTreeMap<String, String>,
-) -> Result<LogConfig, ControllerError> {
+) -> Result<TopicConfig, ControllerError> {
     let pairs: Vec<(String, String)> = configs
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    apply_topic_overrides(base, &pairs).map_err(|e| ControllerError::InvalidConfig(e.to_string()))
+    TopicConfig::from_overrides(base, &pairs)
+        .map_err(|e| ControllerError::InvalidConfig(e.to_string()))
 }
 
 /// The log of `tp` here, tied to `topic_id` (`partition.metadata`): found,

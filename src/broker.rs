@@ -275,6 +275,7 @@ impl BrokerBuilder {
                 replica_lag_time_max_ms: config.replica_lag_time_max_ms as i64,
                 high_watermark_checkpoint_interval_ms: config
                     .replica_high_watermark_checkpoint_interval_ms,
+                broker_config: dynamic.clone(),
             },
         };
         let replica_manager = {
@@ -333,7 +334,6 @@ impl BrokerBuilder {
         let produce_path = crate::actors::partition::ProducePath {
             partitions: partitions.clone(),
             metadata: cache.clone(),
-            dynamic: dynamic.clone(),
         };
         let extension_context = ExtensionContext::new(
             produce_path.clone(),

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use crate::storage::LogConfig;
+use crate::config::topic::TopicConfig;
 
 /// One broker's advertised PLAINTEXT endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +40,8 @@ pub struct TopicMetadata {
     pub partitions: BTreeMap<i32, PartitionMetadata>,
     /// Topic-level overrides only, as set by the operator.
     pub configs: BTreeMap<String, String>,
-    /// Broker defaults with the overrides applied.
-    pub log_config: LogConfig,
+    /// Broker defaults with the overrides applied, typed.
+    pub config: TopicConfig,
 }
 
 impl TopicMetadata {
@@ -62,7 +62,7 @@ impl TopicMetadata {
                 .filter_map(|index| Some((*index, self.partitions.get(index)?.clone())))
                 .collect(),
             configs: self.configs.clone(),
-            log_config: self.log_config.clone(),
+            config: self.config.clone(),
         }
     }
 }
@@ -190,7 +190,7 @@ mod tests {
             is_internal: false,
             partitions: BTreeMap::from([(0, partition(0)), (1, partition(1)), (2, partition(0))]),
             configs: BTreeMap::new(),
-            log_config: LogConfig::default(),
+            config: TopicConfig::default(),
         };
         let delta = topic.only(&[1, 5]);
         assert_eq!(delta.partitions, BTreeMap::from([(1, partition(1))]));

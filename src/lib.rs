@@ -92,5 +92,4 @@ internal_modules! {
     mod protocol;
     mod replication;
     mod storage;
-    mod topic_config;
 }

@@ -346,7 +346,7 @@ fn describe_configs_answers_sources_types_and_synonyms() {
     let described = describe(4, 2, "described");
     let configs = &described.results[0].configs;
     let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
-    for def in ferrolog::topic_config::TOPIC_CONFIGS {
+    for def in ferrolog::config::topic::TOPIC_CONFIGS {
         assert!(names.contains(&def.name), "{} is not listed", def.name);
     }
     let entry = |name: &str| {

@@ -13,9 +13,10 @@ use ferrolog::actors::log::{
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
     PartitionAssignment, PartitionError, PartitionHandle, Produced, ReadRecords, ReplicaContext,
-    ReplicaFetch, Restart, StopPartition, TruncateReplica,
+    ReplicaFetch, Restart, StopPartition, TruncateReplica, UpdateConfig,
 };
 use ferrolog::clock::SystemClock;
+use ferrolog::config::topic::TopicConfig;
 use ferrolog::metadata::znodes::{LeaderAndIsr, TopicPartitionStateZNode};
 use ferrolog::metadata::{CreateMode, EmbeddedStore, MetadataStore};
 use ferrolog::replication::ReplicationError;
@@ -180,7 +181,6 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
             .send(AppendRecords {
                 records: batch_v2(5, 10, Compression::None),
                 acks: Acks::All {
-                    min_insync_replicas: 1,
                     timeout: Duration::from_secs(5),
                 },
             })
@@ -412,9 +412,8 @@ async fn leader_with_a_silent_follower(
     .await
 }
 
-fn acks_all(min_insync_replicas: usize, timeout_ms: u64) -> Acks {
+fn acks_all(timeout_ms: u64) -> Acks {
     Acks::All {
-        min_insync_replicas,
         timeout: Duration::from_millis(timeout_ms),
     }
 }
@@ -443,7 +442,7 @@ fn acks_all_answers_when_the_follower_does_not_follow() {
             records: batch_v2(5, 10, Compression::None),
             acks,
         };
-        let timed_out = waiting.addr.send(append(acks_all(1, 200))).await.unwrap();
+        let timed_out = waiting.addr.send(append(acks_all(200))).await.unwrap();
         assert_eq!(
             replication_error(timed_out),
             ReplicationError::RequestTimedOut
@@ -451,7 +450,7 @@ fn acks_all_answers_when_the_follower_does_not_follow() {
         assert_eq!(waiting.addr.send(GetState).await.unwrap().log_end_offset, 5);
         assert_eq!(waiting.addr.send(GetState).await.unwrap().high_watermark, 0);
 
-        let pending = waiting.addr.send(append(acks_all(1, 30_000)));
+        let pending = waiting.addr.send(append(acks_all(30_000)));
         let moved = waiting.addr.send(ApplyAssignment(PartitionAssignment {
             leader: 1,
             leader_epoch: 2,
@@ -468,12 +467,21 @@ fn acks_all_answers_when_the_follower_does_not_follow() {
         );
 
         let shrinking = leader_with_a_silent_follower(&log, "shrinking", store.clone(), 300).await;
-        let started = std::time::Instant::now();
-        let after_append = shrinking
+        // The topic's min.insync.replicas=2 reaches the partition as a
+        // config change does.
+        shrinking
             .addr
-            .send(append(acks_all(2, 10_000)))
+            .send(UpdateConfig {
+                config: TopicConfig {
+                    min_insync_replicas: Some(2),
+                    ..TopicConfig::default()
+                },
+            })
             .await
+            .unwrap()
             .unwrap();
+        let started = std::time::Instant::now();
+        let after_append = shrinking.addr.send(append(acks_all(10_000))).await.unwrap();
         assert_eq!(
             replication_error(after_append),
             ReplicationError::NotEnoughReplicasAfterAppend
@@ -521,7 +529,7 @@ fn the_acks_all_purgatory_is_bounded() {
             .map(|_| {
                 actix_rt::spawn(leader.addr.send(AppendRecords {
                     records: batch.clone(),
-                    acks: acks_all(1, 120_000),
+                    acks: acks_all(120_000),
                 }))
             })
             .collect();
@@ -547,7 +555,7 @@ fn the_acks_all_purgatory_is_bounded() {
             .addr
             .send(AppendRecords {
                 records: batch.clone(),
-                acks: acks_all(1, 120_000),
+                acks: acks_all(120_000),
             })
             .await
             .unwrap();

@@ -435,6 +435,46 @@ fn acks_all_needs_min_insync_replicas() {
     );
 }
 
+/// A topic's own `min.insync.replicas` is its partitions' (the leader owns
+/// it, set by each config change): broker default 1, the topic altered to
+/// 3, one follower dead: acks=all is refused with NOT_ENOUGH_REPLICAS once
+/// the ISR shrinks; altered to 2, the same produce is acknowledged.
+#[test]
+fn a_topics_min_insync_replicas_reaches_its_leader_on_every_change() {
+    let topic = "own-min-isr";
+    let mut cluster = replicated_cluster(&[]);
+    create_replicated_topic(&cluster.bootstrap(0), topic, 1, 3);
+    wait_for_full_isr(&mut cluster, topic);
+    let leader = leader_of_partition_0(&cluster, topic);
+    assert_eq!(produce_acks_all(&cluster.bootstrap(leader), topic, 0), 0);
+    common::alter_topic_config(
+        &cluster.bootstrap(leader),
+        topic,
+        "min.insync.replicas",
+        "3",
+    );
+    let follower = (0..3).find(|&id| id != leader).expect("a follower");
+    cluster.brokers.remove(&follower).expect("running").kill();
+    let mut refused = 0;
+    wait_until("NOT_ENOUGH_REPLICAS", Duration::from_secs(60), || {
+        match produce_acks_all(&cluster.bootstrap(leader), topic, 0) {
+            19 => refused += 1,
+            0 => panic!("acknowledged with 2 in sync and min.insync.replicas=3"),
+            _ => {}
+        }
+        refused >= 2
+    });
+    common::alter_topic_config(
+        &cluster.bootstrap(leader),
+        topic,
+        "min.insync.replicas",
+        "2",
+    );
+    wait_until("acks=all accepted again", Duration::from_secs(30), || {
+        produce_acks_all(&cluster.bootstrap(leader), topic, 0) == 0
+    });
+}
+
 /// A follower stopped with SIGSTOP for three lag periods leaves the ISR
 /// within replica.lag.time.max.ms + 2 s while producing goes on; after
 /// SIGCONT it catches up, rejoins, and its log equals the leader's.

@@ -2,7 +2,8 @@
 //! followed through `/config/changes`, and applied to the logs.
 
 use super::*;
-use crate::actors::replica_manager::{read_topic_configs, topic_log_config};
+use crate::actors::replica_manager::{read_topic_configs, topic_config};
+use crate::config::topic::TopicConfig;
 
 impl Shared {
     /// The broker-wide log defaults now (dynamic ones included).
@@ -12,10 +13,9 @@ impl Shared {
 
     /// Whether `topic` allows unclean leader election (its config, else
     /// the broker's `unclean.leader.election.enable`).
-    pub(super) fn unclean_allowed(&self, configs: &BTreeMap<String, String>) -> bool {
-        configs
-            .get("unclean.leader.election.enable")
-            .and_then(|v| v.to_ascii_lowercase().parse::<bool>().ok())
+    pub(super) fn unclean_allowed(&self, config: &TopicConfig) -> bool {
+        config
+            .unclean_leader_election_enable
             .unwrap_or(self.dynamic.current().unclean_leader_election_enable)
     }
 
@@ -66,11 +66,12 @@ impl Shared {
         read_topic_configs(self.store.as_ref(), name).await
     }
 
-    pub(super) fn log_config_for(
+    /// A topic's typed config: `configs` over the broker's log defaults.
+    pub(super) fn topic_config_for(
         &self,
         configs: &BTreeMap<String, String>,
-    ) -> Result<LogConfig, ControllerError> {
-        topic_log_config(&self.base_log_config(), configs)
+    ) -> Result<TopicConfig, ControllerError> {
+        topic_config(&self.base_log_config(), configs)
     }
 
     /// Any broker alters a topic's configs as Kafka's `AdminZkClient`
@@ -85,7 +86,7 @@ impl Shared {
         if !self.has_topic(&name) {
             return Err(ControllerError::UnknownTopic(name));
         }
-        self.log_config_for(&request.configs)?;
+        self.topic_config_for(&request.configs)?;
         if request.validate_only {
             return Ok(());
         }
@@ -208,7 +209,7 @@ impl Shared {
             return Ok(());
         };
         let configs = self.topic_configs(name).await?;
-        let log_config = self.log_config_for(&configs)?;
+        let config = self.topic_config_for(&configs)?;
         for &index in topic.partitions.keys() {
             if let Some(handle) = self
                 .partitions
@@ -218,7 +219,7 @@ impl Shared {
                 handle
                     .addr
                     .send(UpdateConfig {
-                        config: log_config.clone(),
+                        config: config.clone(),
                     })
                     .await
                     .map_err(|_| ControllerError::Stopped)??;
@@ -227,13 +228,13 @@ impl Shared {
         self.cache.update(|m| {
             if let Some(t) = m.topics.get_mut(name) {
                 t.configs = configs.clone();
-                t.log_config = log_config.clone();
+                t.config = config.clone();
             }
         });
         // The active controller's own view, for what it sends next.
         if let Some(mut known) = self.context(|c| c.topic(name).cloned()) {
             known.configs = configs;
-            known.log_config = log_config;
+            known.config = config;
             self.remember(known);
         }
         self.partitions

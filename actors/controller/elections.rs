@@ -175,7 +175,7 @@ impl Shared {
         let topics = self.all_topics();
         let mut changed = Vec::new();
         for mut topic in topics {
-            let unclean = self.unclean_allowed(&topic.configs);
+            let unclean = self.unclean_allowed(&topic.config);
             let affected = |_: i32, p: &PartitionMetadata| {
                 !live.contains(&p.leader) || p.isr.iter().any(|b| !live.contains(b))
             };

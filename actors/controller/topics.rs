@@ -3,6 +3,7 @@
 //! TopicDeletionManager: a deletion waits for every replica).
 
 use super::*;
+use crate::config::topic::TopicConfig;
 
 impl Shared {
     pub(super) async fn resume_deletions(
@@ -79,9 +80,9 @@ impl Shared {
         if name == crate::group::OFFSETS_TOPIC {
             self.make_offsets_topic_compacted(&mut configs).await?;
         }
-        let log_config = self.log_config_for(&configs)?;
+        let config = self.topic_config_for(&configs)?;
         let topic = self
-            .become_leader(name, topic_id, &assignment, configs, log_config)
+            .become_leader(name, topic_id, &assignment, configs, config)
             .await?;
         self.remember(topic);
         Ok(())
@@ -138,7 +139,7 @@ impl Shared {
                 topic.topic_id,
                 assignment,
                 topic.configs.clone(),
-                topic.log_config.clone(),
+                topic.config.clone(),
             )
             .await?;
         log::info!(
@@ -227,10 +228,10 @@ impl Shared {
         topic_id: [u8; 16],
         assignment: &BTreeMap<i32, Vec<i32>>,
         configs: BTreeMap<String, String>,
-        log_config: LogConfig,
+        config: TopicConfig,
     ) -> Result<TopicMetadata, ControllerError> {
         let live = self.live_brokers();
-        let unclean = self.unclean_allowed(&configs);
+        let unclean = self.unclean_allowed(&config);
         let mut partitions = BTreeMap::new();
         for (&index, replicas) in assignment {
             let tp = TopicPartition::new(name, index);
@@ -271,7 +272,7 @@ impl Shared {
             is_internal: is_internal_topic(name),
             partitions,
             configs,
-            log_config,
+            config,
         };
         self.become_leader_or_follower(
             &topic,
@@ -321,7 +322,7 @@ impl Shared {
         };
         self.check_open_files(assignment.values())?;
         let configs: BTreeMap<String, String> = request.configs.into_iter().collect();
-        let log_config = self.log_config_for(&configs)?;
+        let config = self.topic_config_for(&configs)?;
         if request.validate_only {
             return Ok(TopicMetadata {
                 name: name.clone(),
@@ -343,7 +344,7 @@ impl Shared {
                     })
                     .collect(),
                 configs,
-                log_config,
+                config,
             });
         }
         let topic_id = new_topic_id();
@@ -393,7 +394,7 @@ impl Shared {
                     })
                     .collect(),
                 configs,
-                log_config,
+                config,
             });
         }
         ops.push(StoreOp::create(
@@ -416,7 +417,7 @@ impl Shared {
             crate::crash_for_test()
         });
         let topic = self
-            .become_leader(&name, topic_id, &assignment, configs, log_config)
+            .become_leader(&name, topic_id, &assignment, configs, config)
             .await?;
         log::info!(
             "created topic {name} with {} partition(s)",
@@ -623,7 +624,10 @@ impl Shared {
             is_internal: is_internal_topic(name),
             partitions,
             configs: BTreeMap::new(),
-            log_config: self.base_log_config(),
+            config: TopicConfig {
+                log: self.base_log_config(),
+                ..TopicConfig::default()
+            },
         }))
     }
 

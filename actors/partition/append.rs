@@ -14,7 +14,6 @@ use kafka_protocol::error::ResponseError;
 
 use super::*;
 use crate::cluster::{is_internal_topic, MetadataCache};
-use crate::config::dynamic::DynamicBrokerConfig;
 
 /// A produce's `acks`, as the wire says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +69,6 @@ pub type PendingAppend = Pin<Box<dyn Future<Output = Result<Produced, ProduceErr
 pub struct ProducePath {
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,
-    pub dynamic: DynamicBrokerConfig,
 }
 
 impl ProducePath {
@@ -99,13 +97,10 @@ impl ProducePath {
             let code = self.missing_partition(&tp);
             return refused(ProduceError::NotServed { tp, code });
         };
-        // The leader checks its own ISR against min.insync.replicas: its
-        // view is the one acks=all waits on.
+        // The leader checks its own ISR against its min.insync.replicas:
+        // its view is the one acks=all waits on.
         let required = if acks == RequiredAcks::ALL {
-            Acks::All {
-                min_insync_replicas: self.min_insync_replicas(&tp),
-                timeout,
-            }
+            Acks::All { timeout }
         } else {
             Acks::Leader
         };
@@ -137,19 +132,5 @@ impl ProducePath {
             Some(_) => ResponseError::NotLeaderOrFollower.code(),
             None => ResponseError::UnknownTopicOrPartition.code(),
         }
-    }
-
-    /// acks=all needs at least `min.insync.replicas` in the ISR (topic
-    /// config, else the broker's), or the produce fails with
-    /// NOT_ENOUGH_REPLICAS.
-    fn min_insync_replicas(&self, tp: &TopicPartition) -> usize {
-        let broker_default = self.dynamic.current().min_insync_replicas.max(1) as usize;
-        self.metadata.read(|m| {
-            m.topics
-                .get(&tp.topic)
-                .and_then(|topic| topic.configs.get("min.insync.replicas"))
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(broker_default)
-        })
     }
 }

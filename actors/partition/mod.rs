@@ -34,6 +34,8 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, watch};
 
 use crate::clock::SharedClock;
+use crate::config::dynamic::DynamicBrokerConfig;
+use crate::config::topic::TopicConfig;
 use crate::metadata::znodes::{
     IsrChangeNotificationZNode, LeaderAndIsr, LogDirEventNotificationZNode,
     TopicPartitionStateZNode,
@@ -44,7 +46,7 @@ use crate::replication::{
     InEpochUpdate, LeaderAndIsrView, LeaderState, ReadReplica, ReplicationError,
     UncommittedAppends,
 };
-use crate::storage::{AppendInfo, LogConfig, ReadInfo};
+use crate::storage::{AppendInfo, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::{BrokerEvent, EventBus};
@@ -128,6 +130,25 @@ impl PartitionAssignment {
     }
 }
 
+/// How a partition actor starts: its assignment and the topic's settings
+/// the partition owns. An assignment alone starts it with the broker's
+/// defaults.
+#[derive(Debug, Clone)]
+pub struct PartitionStart {
+    pub assignment: PartitionAssignment,
+    /// The topic's `min.insync.replicas` override.
+    pub min_insync_replicas: Option<i32>,
+}
+
+impl From<PartitionAssignment> for PartitionStart {
+    fn from(assignment: PartitionAssignment) -> Self {
+        PartitionStart {
+            assignment,
+            min_insync_replicas: None,
+        }
+    }
+}
+
 /// What a partition actor needs besides its log: who it is, where the
 /// partition state lives, and its replication settings.
 #[derive(Clone)]
@@ -141,6 +162,9 @@ pub struct ReplicaContext {
     pub clock: SharedClock,
     pub replica_lag_time_max_ms: i64,
     pub high_watermark_checkpoint_interval_ms: u64,
+    /// The broker's config now (KIP-226): its `min.insync.replicas` is the
+    /// default of a topic without an override.
+    pub broker_config: DynamicBrokerConfig,
 }
 
 impl ReplicaContext {
@@ -155,6 +179,7 @@ impl ReplicaContext {
             clock,
             replica_lag_time_max_ms: 30_000,
             high_watermark_checkpoint_interval_ms: 5_000,
+            broker_config: DynamicBrokerConfig::new(crate::config::BrokerConfig::default()),
         }
     }
 }
@@ -227,6 +252,9 @@ pub struct PartitionActor {
     /// of the same leader (the controller shrinking the ISR) is the same
     /// term, and the append goes on, as in Kafka.
     leadership_term: u64,
+    /// The topic's `min.insync.replicas` override, set when the actor
+    /// starts and by each config change (`UpdateConfig`).
+    min_insync_replicas: Option<i32>,
 }
 
 impl PartitionActor {
@@ -238,9 +266,13 @@ impl PartitionActor {
         offsets: LogOffsets,
         events: EventBus,
         replica: ReplicaContext,
-        assignment: PartitionAssignment,
+        start: impl Into<PartitionStart>,
         arbiter: Option<&ArbiterHandle>,
     ) -> PartitionHandle {
+        let PartitionStart {
+            assignment,
+            min_insync_replicas,
+        } = start.into();
         let state = PartitionState::from_log(offsets);
         let (high_watermark, high_watermark_feed) = watch::channel(state.high_watermark);
         let (log_end_offset, log_end_offset_feed) = watch::channel(state.log_end_offset);
@@ -271,6 +303,7 @@ impl PartitionActor {
             flush_in_flight: false,
             served_consumers: false,
             leadership_term: 0,
+            min_insync_replicas,
         };
         PartitionHandle {
             addr: supervise(arbiter, spec, link.clone(), move |_| actor),
@@ -746,13 +779,13 @@ pub struct PartitionRuntime {
 }
 
 impl PartitionRuntime {
-    /// Start `tp`'s actor on its arbiter, in `assignment`'s role, and
-    /// register it.
+    /// Start `tp`'s actor on its arbiter, in `start`'s role, and register
+    /// it.
     pub fn start(
         &self,
         tp: &TopicPartition,
         offsets: LogOffsets,
-        assignment: PartitionAssignment,
+        start: PartitionStart,
     ) -> PartitionHandle {
         let handle = PartitionActor::start(
             tp.clone(),
@@ -760,7 +793,7 @@ impl PartitionRuntime {
             offsets,
             self.events.clone(),
             self.replica.clone(),
-            assignment,
+            start,
             Some(&self.pool.pick(tp)),
         );
         self.registry.insert(tp.clone(), handle.clone());

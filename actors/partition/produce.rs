@@ -9,12 +9,9 @@ use super::*;
 pub enum Acks {
     /// acks=0 or 1: the leader's log.
     Leader,
-    /// acks=all: every ISR member, with at least `min_insync_replicas` in
-    /// the ISR, within `timeout`.
-    All {
-        min_insync_replicas: usize,
-        timeout: Duration,
-    },
+    /// acks=all: every ISR member, with at least the partition's
+    /// `min.insync.replicas` in the ISR, within `timeout`.
+    All { timeout: Duration },
 }
 
 /// A partition's append, answered (the produce response's offsets).
@@ -43,20 +40,9 @@ impl Handler<AppendRecords> for PartitionActor {
         if let Err(e) = self.check_leader(-1) {
             return Box::pin(fut::ready(Err(e)));
         }
-        let mut acks = msg.acks;
-        if let (
-            Acks::All {
-                min_insync_replicas,
-                ..
-            },
-            Role::Leader(leader),
-        ) = (&mut acks, &self.role)
-        {
-            // Kafka 3.9's effective minimum: never more than the replicas
-            // there are, or a topic with RF below min.insync.replicas could
-            // never take an acks=all write.
-            *min_insync_replicas = (*min_insync_replicas).min(leader.replica_count());
-            let min_insync_replicas = *min_insync_replicas;
+        let acks = msg.acks;
+        let min_insync_replicas = self.effective_min_insync_replicas();
+        if let (Acks::All { .. }, Role::Leader(leader)) = (acks, &self.role) {
             if leader.isr.len() < min_insync_replicas {
                 return Box::pin(fut::ready(Err(ReplicationError::NotEnoughReplicas {
                     isr: leader.isr.len(),
@@ -105,11 +91,7 @@ impl Handler<AppendRecords> for PartitionActor {
                     actor.set_log_end_offset(info.log_end_offset.max(actor.state.log_end_offset));
                     actor.maybe_advance_high_watermark();
                     let log_start = actor.state.log_start_offset;
-                    let Acks::All {
-                        min_insync_replicas,
-                        timeout,
-                    } = acks
-                    else {
+                    let Acks::All { timeout } = acks else {
                         return Ok((info, log_start, flushed, None));
                     };
                     let (reply, confirmed) = oneshot::channel();
@@ -151,5 +133,22 @@ impl Handler<AppendRecords> for PartitionActor {
                     })
                 }),
         )
+    }
+}
+
+impl PartitionActor {
+    /// The `min.insync.replicas` an acks=all write needs: the topic's
+    /// override, else the broker's (dynamic) default, and, as Kafka 3.9's
+    /// effective minimum, never more than the replicas there are, or a
+    /// topic with RF below it could never take an acks=all write.
+    pub(super) fn effective_min_insync_replicas(&self) -> usize {
+        let configured = self
+            .min_insync_replicas
+            .unwrap_or_else(|| self.replica.broker_config.current().min_insync_replicas)
+            .max(1) as usize;
+        match &self.role {
+            Role::Leader(leader) => configured.min(leader.replica_count()),
+            Role::Follower { .. } => configured,
+        }
     }
 }

@@ -273,10 +273,11 @@ impl PartitionActor {
     }
 }
 
-/// A topic config change reached this partition.
+/// A topic config change reached this partition: the log's part goes to
+/// the shard, `min.insync.replicas` stays with the partition.
 #[derive(Debug)]
 pub struct UpdateConfig {
-    pub config: LogConfig,
+    pub config: TopicConfig,
 }
 
 impl Message for UpdateConfig {
@@ -287,10 +288,11 @@ impl Handler<UpdateConfig> for PartitionActor {
     type Result = ResponseFuture<Result<(), PartitionError>>;
 
     fn handle(&mut self, msg: UpdateConfig, _ctx: &mut Context<Self>) -> Self::Result {
+        self.min_insync_replicas = msg.config.min_insync_replicas;
         let shard = self.shard.clone();
         let update = log_actor::UpdateLogConfig {
             tp: self.tp.clone(),
-            config: msg.config,
+            config: msg.config.log,
         };
         Box::pin(async move { Ok(shard.send(update).await?) })
     }

@@ -25,7 +25,7 @@ use crate::cluster::TopicMetadata;
 use crate::config::dynamic::{is_dynamic, DynamicBrokerConfig, DynamicLayers};
 use crate::config::{broker_key, java_double, BrokerConfig, BROKER_KEYS};
 use crate::storage::LogConfig;
-use crate::topic_config::{apply_incremental, apply_incremental_op, ConfigKind, TOPIC_CONFIGS};
+use crate::config::topic::{apply_incremental, apply_incremental_op, ConfigKind, TOPIC_CONFIGS};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -106,8 +106,8 @@ pub fn topic_config_entries(topic: &TopicMetadata, dynamic: &DynamicBrokerConfig
             let value = match topic.configs.get(def.name) {
                 Some(value) => value.clone(),
                 None => def
-                    .honoured
-                    .then(|| effective_value(def.name, &topic.log_config, broker))
+                    .honoured()
+                    .then(|| effective_value(def.name, &topic.config.log, broker))
                     .flatten()
                     .or_else(|| synonyms.first().map(|s| s.1.clone()))
                     .unwrap_or_else(|| def.default.to_string()),

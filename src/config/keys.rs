@@ -11,13 +11,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::topic::ConfigKind;
 use super::{
     default_listener, invalid, parse_bool, parse_cleanup_policy, parse_compression_type,
     parse_double, parse_int, parse_timestamp_type, ConfigError, JavaInt, Listener, Props,
     ReplicaSelector, HOUR_MS, MIN_INDEX_BYTES, MIN_SEGMENT_BYTES,
 };
 use crate::storage::config::{CleanupPolicy, CompressionType, LogConfig, TimestampType};
-use crate::topic_config::ConfigKind;
 
 /// How a key's text is checked, beyond its Rust type.
 #[derive(Debug, Clone, Copy)]

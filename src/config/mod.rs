@@ -19,10 +19,10 @@ use java_properties::{LineContent, PropertiesIter};
 
 mod keys;
 mod replica_selector;
-mod topic;
 
 crate::internal_modules! {
     mod dynamic;
+    mod topic;
 }
 
 // The public API is `BrokerConfig`, `ConfigError`, `ConfigWarning` and
@@ -30,7 +30,6 @@ crate::internal_modules! {
 pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);
-crate::internal_use!(topic::apply_topic_overrides);
 crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
 
@@ -962,7 +961,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        apply_topic_overrides(&LogConfig::default(), &pairs)
+        topic::TopicConfig::from_overrides(&LogConfig::default(), &pairs).map(|c| c.log)
     }
 
     fn assert_invalid(err: ConfigError, expected_key: &str, reason_part: &str) {
@@ -1593,7 +1592,7 @@ mod tests {
     /// Every key of Kafka's topic config table is accepted with a valid value.
     #[test]
     fn topic_key_list_is_complete() {
-        use crate::topic_config::{ConfigKind, TOPIC_CONFIGS};
+        use super::topic::{ConfigKind, TOPIC_CONFIGS};
         for def in TOPIC_CONFIGS {
             let value = match (def.name, def.kind) {
                 ("message.timestamp.type", _) => "CreateTime",

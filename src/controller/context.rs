@@ -250,7 +250,7 @@ mod tests {
             is_internal: false,
             partitions: BTreeMap::new(),
             configs: BTreeMap::new(),
-            log_config: crate::storage::LogConfig::default(),
+            config: Default::default(),
         }
     }
 

@@ -252,7 +252,6 @@ pub fn partitions_to_rebalance(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::LogConfig;
 
     fn state(leader: i32, isr: &[i32]) -> LeaderAndIsr {
         LeaderAndIsr {
@@ -326,7 +325,7 @@ mod tests {
                 })
                 .collect(),
             configs: BTreeMap::new(),
-            log_config: LogConfig::default(),
+            config: Default::default(),
         }
     }
 

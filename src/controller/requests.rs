@@ -206,7 +206,6 @@ pub fn marked_for_deletion(topic: &TopicMetadata) -> TopicMetadata {
 mod tests {
     use super::*;
     use crate::cluster::PartitionMetadata;
-    use crate::storage::LogConfig;
 
     const STAMP: Stamp = Stamp {
         controller_id: 1,
@@ -233,7 +232,7 @@ mod tests {
             is_internal: false,
             partitions: BTreeMap::from([(0, partition(1, &[1, 2])), (1, partition(3, &[2, 3]))]),
             configs: BTreeMap::new(),
-            log_config: LogConfig::default(),
+            config: Default::default(),
         }
     }
 

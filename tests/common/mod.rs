@@ -475,6 +475,12 @@ pub fn admin_options(timeout: Duration) -> rdkafka::admin::AdminOptions {
 
 /// AlterConfigs v1: `retention.ms` of `topic` set to `value`.
 pub fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
+    alter_topic_config(bootstrap, topic, "retention.ms", value)
+}
+
+/// AlterConfigs v1 (the whole override set, as Kafka's legacy API does):
+/// `topic`'s `key` set to `value`; asserts it was accepted.
+pub fn alter_topic_config(bootstrap: &str, topic: &str, key: &str, value: &str) {
     use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
     use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
     use kafka_protocol::protocol::StrBytes;
@@ -486,7 +492,7 @@ pub fn alter_retention(bootstrap: &str, topic: &str, value: &str) {
             .with_resource_type(2)
             .with_resource_name(StrBytes::from_string(topic.to_string()))
             .with_configs(vec![AlterableConfig::default()
-                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_name(StrBytes::from_string(key.to_string()))
                 .with_value(Some(StrBytes::from_string(value.to_string())))])]),
         Duration::from_secs(30),
     );
