@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use crate::actors::log::{LogShards, SwapCleaned, TakeCleanable};
+use crate::actors::log_manager::{LogShards, SwapCleaned, TakeCleanable};
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::config::dynamic::DynamicBrokerConfig;
 use crate::config::BrokerConfig;

@@ -1,7 +1,8 @@
 //! The actors. One actor per file, its typed messages beside it.
 //!
-//! - `log`: the shared log actor, the one door to persistence, and under it
-//!   `log::shard`, a blocking thread owning a subset of the partition logs.
+//! - `log_manager`: Kafka's LogManager, the one door to persistence, and
+//!   under it `log_manager::shard`, a blocking thread owning a subset of
+//!   the partition logs.
 //! - `log_cleaner`: compaction of `cleanup.policy=compact` logs.
 //! - `supervisor`: one supervision mechanism for every actor kind.
 //! - `event_bus`: typed broker events fanned out to subscribers.
@@ -24,7 +25,7 @@ crate::internal_modules! {
     mod controller;
     mod controller_channel;
     mod group_coordinator;
-    mod log;
+    mod log_manager;
     mod log_cleaner;
     mod partition;
     mod pool;

@@ -30,8 +30,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::controller::ControllerError;
 use super::event_bus::BrokerEvent;
-use super::log::{
-    AssignTopicId, CreateLog, DeleteLog, GetLogOffsets, LogActorError, LogAdmin, LogOffsets,
+use super::log_manager::{
+    AssignTopicId, CreateLog, DeleteLog, GetLogOffsets, LogAdmin, LogManagerError, LogOffsets,
     UpdateLogConfig,
 };
 use super::partition::{
@@ -454,7 +454,7 @@ impl Replicas {
     /// deleted. `Ok(false)`: the deletion failed (logged).
     async fn delete_log(&self, tp: &TopicPartition) -> Result<bool, ControllerError> {
         match self.log.delete.send(DeleteLog { tp: tp.clone() }).await {
-            Ok(Ok(())) | Ok(Err(LogActorError::UnknownPartition(_))) => Ok(true),
+            Ok(Ok(())) | Ok(Err(LogManagerError::UnknownPartition(_))) => Ok(true),
             Ok(Err(e)) => {
                 log::error!("deleting the log of {tp} failed: {e}");
                 Ok(false)
@@ -566,7 +566,9 @@ impl Replicas {
                     (handle, offsets)
                 }
                 Some(Err(ControllerError::Log(
-                    e @ LogActorError::Log(crate::storage::LogError::InconsistentTopicId { .. }),
+                    e @ LogManagerError::Log(crate::storage::LogError::InconsistentTopicId {
+                        ..
+                    }),
                 ))) => {
                     // Kafka refuses the partition and keeps the files for
                     // the operator: they are another topic's records.
@@ -574,7 +576,7 @@ impl Replicas {
                     codes.push((tp.partition, ResponseError::InconsistentTopicId.code()));
                     continue;
                 }
-                Some(Err(ControllerError::Log(e @ LogActorError::PartitionOffline { .. }))) => {
+                Some(Err(ControllerError::Log(e @ LogManagerError::PartitionOffline { .. }))) => {
                     // A log that cannot be read: this partition stays
                     // offline here, the rest are served.
                     log::error!("partition {tp} stays offline: {e}");
@@ -887,13 +889,13 @@ async fn find_or_create_untied_log(
             Ok(Err(e)) => Err(ControllerError::Log(e)),
             Err(_) => Err(ControllerError::Stopped),
         },
-        Ok(Err(LogActorError::UnknownPartition(_))) => log
+        Ok(Err(LogManagerError::UnknownPartition(_))) => log
             .create
             .send(CreateLog { tp, config })
             .await
             .map_err(|_| ControllerError::Stopped)
             .and_then(|created| created.map_err(ControllerError::from)),
-        Ok(Err(e)) => Err(ControllerError::Log(LogActorError::PartitionOffline {
+        Ok(Err(e)) => Err(ControllerError::Log(LogManagerError::PartitionOffline {
             tp,
             reason: e.to_string(),
         })),

@@ -3,7 +3,7 @@
 //! `BrokerHandle`; `main`, the tests and `examples/` all use it
 //! (`Broker::start(config)` is the builder with nothing added).
 //!
-//! Start order: the log actor (loading and recovering every partition in
+//! Start order: the log manager (loading and recovering every partition in
 //! `log.dirs`), the metadata store (embedded unless `zookeeper.connect` is
 //! set), the listening socket, the controller (registration, election,
 //! topics, partition actors), the group coordinator, the extensions, then
@@ -24,8 +24,8 @@ use crate::actors::extension::{
     starter, Extension, ExtensionContext, ExtensionStarter, PositionStore,
 };
 use crate::actors::group_coordinator::{CoordinatorConfig, CoordinatorDeps, GroupCoordinator};
-use crate::actors::log::{
-    Close, GetShards, LoadedLog, LogActor, LogActorConfig, LogActorError, LogAdmin,
+use crate::actors::log_manager::{
+    Close, GetShards, LoadedLog, LogAdmin, LogManager, LogManagerConfig, LogManagerError,
 };
 use crate::actors::partition::{PartitionRegistry, PartitionRuntime, ReplicaContext};
 use crate::actors::pool::{ActorPool, ActorPoolThreads};
@@ -111,8 +111,8 @@ impl std::error::Error for BrokerError {
     }
 }
 
-impl From<LogActorError> for BrokerError {
-    fn from(source: LogActorError) -> Self {
+impl From<LogManagerError> for BrokerError {
+    fn from(source: LogManagerError) -> Self {
         BrokerError::new(BrokerErrorKind::Storage, "storage", source)
     }
 }
@@ -133,7 +133,7 @@ impl From<ControllerError> for BrokerError {
 pub struct BrokerHandle {
     /// The configuration it runs with.
     pub config: BrokerConfig,
-    log: Addr<LogActor>,
+    log: Addr<LogManager>,
     replica_manager: Addr<ReplicaManager>,
     context: Arc<BrokerContext>,
     /// The address the listener is bound to (the real port when 0 was asked).
@@ -217,8 +217,8 @@ impl BrokerBuilder {
             None => open_metadata_store(&config).await?,
         };
         let (fatal, fatal_receiver) = BrokerFatal::new();
-        let (log, loaded) = LogActor::start_supervised(
-            LogActorConfig::from_broker(&config),
+        let (log, loaded) = LogManager::start_supervised(
+            LogManagerConfig::from_broker(&config),
             clock.clone(),
             Escalation::ShutdownBroker(fatal.clone()),
         )
@@ -226,7 +226,7 @@ impl BrokerBuilder {
         let shards = log
             .send(GetShards)
             .await
-            .map_err(|_| LogActorError::Stopped)?;
+            .map_err(|_| LogManagerError::Stopped)?;
         let cleaner_shards = shards.clone();
         let listener = config
             .listeners
@@ -502,9 +502,9 @@ impl StopSignals {
 }
 
 impl BrokerHandle {
-    /// The log actor (the crate's own tests drive storage through it).
+    /// The log manager (the crate's own tests drive storage through it).
     #[cfg(feature = "internals")]
-    pub fn log(&self) -> &Addr<LogActor> {
+    pub fn log(&self) -> &Addr<LogManager> {
         &self.log
     }
 
@@ -580,7 +580,7 @@ impl BrokerHandle {
         self.log
             .send(Close)
             .await
-            .map_err(|_| LogActorError::Stopped)??;
+            .map_err(|_| LogManagerError::Stopped)??;
         for arbiter in &self.network {
             arbiter.stop();
         }

@@ -13,7 +13,7 @@
 //! - `broker`: `Broker::start`, the one entry point.
 //! - `clock`, `topic_partition`: injected time; partition names.
 //! - `actors` (the top-level `actors/` folder): acceptor, connection,
-//!   controller, partition, log actor and shards, supervision.
+//!   controller, partition, log manager and shards, supervision.
 //!
 //! The public API is `broker`, `config` (`BrokerConfig`, `ConfigError`,
 //! `ConfigWarning`, `Listener`), `clock`, `topic_partition` and

@@ -1,5 +1,5 @@
 //! Crash safety with a real process: a writer appends through the broker's
-//! log actor and prints each acknowledged offset; the test SIGKILLs it
+//! log manager and prints each acknowledged offset; the test SIGKILLs it
 //! mid-append, starts a broker on the same directory (which recovers, since
 //! no clean-shutdown marker was left) and checks that every acknowledged
 //! batch is there, byte for byte, and that the log ends on a whole batch.
@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use ferrolog::actors::log::{Append, CreateLog, Read};
+use ferrolog::actors::log_manager::{Append, CreateLog, Read};
 use ferrolog::broker::Broker;
 use ferrolog::config::BrokerConfig;
 use ferrolog::storage::batch::{validate_entry, EntryHeader};

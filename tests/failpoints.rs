@@ -637,7 +637,7 @@ fn retention_frees_a_disk_its_offline_partition_filled() {
 
 /// An I/O error on an append (`shard.append` returns EIO once) takes that
 /// partition's log offline: KAFKA_STORAGE_ERROR for it, the other topic
-/// unaffected; the log actor's retry reopens the log (a full load with
+/// unaffected; the log manager's retry reopens the log (a full load with
 /// recovery) and the partition serves again without a restart, holding
 /// exactly the acknowledged records.
 #[test]

@@ -5,7 +5,7 @@
 //!   `src/cluster.rs`, `src/config`, `src/group`, `src/replication.rs`,
 //!   `src/controller`) know nothing of actix: they are plain Rust, unit
 //!   tested without a runtime;
-//! - among the actors only the log actor and its shards touch files
+//! - among the actors only the log manager and its shards touch files
 //!   (`std::fs`): every data file goes through them;
 //! - request handlers in `src/api` reach the metadata store only for
 //!   OffsetCommit/OffsetFetch v0 (`zookeeper_offsets.rs`; `mod.rs` holds the
@@ -103,21 +103,24 @@ fn the_pure_layers_know_nothing_of_actix() {
 }
 
 #[test]
-fn only_the_log_actor_touches_files_among_the_actors() {
+fn only_the_log_manager_touches_files_among_the_actors() {
     let needles = ["std::fs", "fs::File", "fs::read", "fs::write", "fs::remove"];
     assert_rule_fires(&needles, "let f = std::fs::File::open(path);");
     let actors = root().join("actors");
-    let log_actor = actors.join("log");
-    assert!(log_actor.is_dir(), "actors/log is gone: update the rule");
+    let log_manager = actors.join("log_manager");
+    assert!(
+        log_manager.is_dir(),
+        "actors/log_manager is gone: update the rule"
+    );
     let files: Vec<PathBuf> = rust_files(&actors)
         .into_iter()
-        .filter(|path| !path.starts_with(&log_actor))
+        .filter(|path| !path.starts_with(&log_manager))
         .collect();
     assert!(files.len() >= 20, "only {} files read", files.len());
     let hits = code_lines_containing(&files, &needles);
     assert!(
         hits.is_empty(),
-        "an actor outside the log actor touches files:\n{}",
+        "an actor outside the log manager touches files:\n{}",
         hits.join("\n")
     );
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use actix::Addr;
 use ferrolog::actors::event_bus::{BrokerEvent, EventBus, EventKind};
-use ferrolog::actors::log::{
-    Append, Close, CreateLog, GetLogOffsets, GetShards, LogActor, LogActorConfig, LogActorError,
+use ferrolog::actors::log_manager::{
+    Append, Close, CreateLog, GetLogOffsets, GetShards, LogManager, LogManagerConfig,
+    LogManagerError,
 };
 use ferrolog::actors::partition::{
     Acks, AppendRecords, ApplyAssignment, GetReplicaState, GetState, LeaderOffsets, PartitionActor,
@@ -25,19 +26,19 @@ use ferrolog::storage::{LogConfig, LogError};
 use ferrolog::topic_partition::TopicPartition;
 use kafka_protocol::records::Compression;
 
-/// A log actor on `dir`, a new log for `<topic>-0`, and its partition actor.
+/// A log manager on `dir`, a new log for `<topic>-0`, and its partition actor.
 async fn partition_on_a_new_log(
     dir: &std::path::Path,
     topic: &str,
-) -> (Addr<LogActor>, TopicPartition, PartitionHandle) {
-    let log = log_actor_on(dir).await;
+) -> (Addr<LogManager>, TopicPartition, PartitionHandle) {
+    let log = log_manager_on(dir).await;
     let partition = new_partition(&log, topic, PartitionAssignment::sole_replica(0)).await;
     (log, TopicPartition::new(topic, 0), partition)
 }
 
-async fn log_actor_on(dir: &std::path::Path) -> Addr<LogActor> {
-    let config = LogActorConfig::new(vec![dir.to_path_buf()], LogConfig::default());
-    LogActor::start(config, Arc::new(SystemClock))
+async fn log_manager_on(dir: &std::path::Path) -> Addr<LogManager> {
+    let config = LogManagerConfig::new(vec![dir.to_path_buf()], LogConfig::default());
+    LogManager::start(config, Arc::new(SystemClock))
         .await
         .unwrap()
         .0
@@ -46,7 +47,7 @@ async fn log_actor_on(dir: &std::path::Path) -> Addr<LogActor> {
 /// A new log for `<topic>-0` and its partition actor, on broker 0, in the
 /// role `assignment` gives it.
 async fn new_partition(
-    log: &Addr<LogActor>,
+    log: &Addr<LogManager>,
     topic: &str,
     assignment: PartitionAssignment,
 ) -> PartitionHandle {
@@ -56,7 +57,7 @@ async fn new_partition(
 
 /// `new_partition` with its replication settings (`replica`).
 async fn new_partition_in(
-    log: &Addr<LogActor>,
+    log: &Addr<LogManager>,
     topic: &str,
     assignment: PartitionAssignment,
     replica: ReplicaContext,
@@ -154,7 +155,9 @@ fn a_partition_that_keeps_failing_goes_offline() {
         assert!(
             matches!(
                 outcome,
-                Err(PartitionError::Log(LogActorError::PartitionOffline { .. }))
+                Err(PartitionError::Log(
+                    LogManagerError::PartitionOffline { .. }
+                ))
             ),
             "{outcome:?}"
         );
@@ -169,7 +172,7 @@ fn a_partition_that_keeps_failing_goes_offline() {
 fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let in_epoch_7 = |leader: i32| PartitionAssignment {
             leader,
             leader_epoch: 7,
@@ -255,7 +258,7 @@ fn durable_topics_acknowledge_after_a_shared_flush() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
         use actix::Actor;
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let shards = log.send(GetShards).await.unwrap();
         let events = EventBus::new();
         let flushes = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -369,7 +372,7 @@ async fn follower_fetches(leader: &PartitionHandle, offset: i64, leader_epoch: i
 /// state znode (at version `zk_version`, as the leader believes it), and it
 /// drops followers after `lag_ms`.
 async fn leader_with_a_silent_follower(
-    log: &Addr<LogActor>,
+    log: &Addr<LogManager>,
     topic: &str,
     store: Arc<dyn MetadataStore>,
     lag_ms: i64,
@@ -435,7 +438,7 @@ fn replication_error(answer: Result<Produced, PartitionError>) -> ReplicationErr
 fn acks_all_answers_when_the_follower_does_not_follow() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let waiting = leader_with_a_silent_follower(&log, "waiting", store.clone(), 60_000).await;
         let append = |acks| AppendRecords {
@@ -520,7 +523,7 @@ fn acks_all_answers_when_the_follower_does_not_follow() {
 fn the_acks_all_purgatory_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "crowded", store, 600_000).await;
         let batch = batch_v2(1, 10, Compression::None);
@@ -588,7 +591,7 @@ fn the_acks_all_purgatory_is_bounded() {
 fn a_stale_isr_write_is_refused_and_not_retried() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "stale", store.clone(), 100).await;
         let tp = TopicPartition::new("stale", 0);
@@ -658,7 +661,7 @@ fn same_epoch(isr: Vec<i32>, zk_version: i32) -> ApplyAssignment {
 fn a_same_epoch_assignment_older_than_the_leaders_isr_write_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "epoch", store.clone(), 200).await;
         let tp = TopicPartition::new("epoch", 0);
@@ -721,7 +724,7 @@ fn a_same_epoch_assignment_older_than_the_leaders_isr_write_is_skipped() {
 fn an_isr_write_whose_reply_was_lost_counts_as_written() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "lost", store.clone(), 1_000).await;
         let tp = TopicPartition::new("lost", 0);
@@ -772,7 +775,7 @@ fn an_isr_write_whose_reply_was_lost_counts_as_written() {
 fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "past", store.clone(), 60_000).await;
         leader
@@ -792,7 +795,7 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
             log_start_offset: 0,
         };
         match leader.addr.send(fetch(100)).await.unwrap() {
-            Err(PartitionError::Log(LogActorError::Log(LogError::OffsetOutOfRange {
+            Err(PartitionError::Log(LogManagerError::Log(LogError::OffsetOutOfRange {
                 offset: 100,
                 ..
             }))) => {}
@@ -816,7 +819,7 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
 fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "bump", store.clone(), 60_000).await;
         let append = leader.addr.send(AppendRecords {
@@ -847,7 +850,7 @@ fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
 fn a_truncation_from_an_older_leader_epoch_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let follower = new_partition(
             &log,
             "cut",
@@ -887,7 +890,7 @@ fn a_truncation_from_an_older_leader_epoch_is_refused() {
 fn list_offsets_waits_for_a_new_leaders_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "kip207", store.clone(), 60_000).await;
         leader
@@ -958,7 +961,7 @@ fn offsets_read(read: &ferrolog::storage::ReadInfo) -> Vec<i64> {
 fn consumers_never_read_above_the_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "hw-reads", store, 60_000).await;
         let append = |count| AppendRecords {
@@ -1006,9 +1009,10 @@ fn consumers_never_read_above_the_high_watermark() {
 fn the_high_watermark_checkpoint_timer_writes_the_file() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
-        let mut config = LogActorConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
+        let mut config =
+            LogManagerConfig::new(vec![dir.path().to_path_buf()], LogConfig::default());
         config.checkpoint_interval_ms = 100;
-        let log = LogActor::start(config, Arc::new(SystemClock))
+        let log = LogManager::start(config, Arc::new(SystemClock))
             .await
             .unwrap()
             .0;
@@ -1069,12 +1073,12 @@ where
     panic!("the mailbox took {queued} messages without refusing one");
 }
 
-/// The mailboxes of the partition actor and the log actor are bounded
+/// The mailboxes of the partition actor and the log manager are bounded
 /// (1,024 each): a sender that does not wait is refused past the bound, a
 /// sender that waits (`send`, as every caller does) is held until the actor
 /// has drained room, and none of the queued messages is lost.
 #[test]
-fn partition_and_log_actor_mailboxes_are_bounded() {
+fn partition_and_log_manager_mailboxes_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
         let (log, _, partition) = partition_on_a_new_log(dir.path(), "bounded").await;
@@ -1098,7 +1102,7 @@ fn partition_and_log_actor_mailboxes_are_bounded() {
         assert!(partition.addr.try_send(GetState).is_ok());
 
         let queued = fill_mailbox(&log, || GetShards);
-        assert_eq!(queued, 1024, "log actor mailbox");
+        assert_eq!(queued, 1024, "log manager mailbox");
         let answered = tokio::time::timeout(Duration::from_secs(30), log.send(GetShards)).await;
         assert!(matches!(answered, Ok(Ok(_))));
     });
@@ -1133,7 +1137,7 @@ fn commit_events_carry_running_totals_a_lagging_subscriber_can_trust() {
     let dir = tempfile::tempdir().unwrap();
     actix_rt::System::new().block_on(async {
         use actix::Actor;
-        let log = log_actor_on(dir.path()).await;
+        let log = log_manager_on(dir.path()).await;
         let shards = log.send(GetShards).await.unwrap();
         let events = EventBus::new();
         let seen = Arc::new(std::sync::Mutex::new(None));

@@ -5,7 +5,7 @@
 //! KAFKA_STORAGE_ERROR leaves its partition as in a controlled shutdown
 //! (its leadership moves to another live in-sync replica, it leaves the
 //! ISR). Kafka keeps such a replica offline until the broker restarts;
-//! ferrolog's log actor reopens a log once the disk is back, the broker
+//! ferrolog's log manager reopens a log once the disk is back, the broker
 //! then leaves another notification, and the same LeaderAndIsr starts the
 //! replica's fetcher, so that it rejoins the ISR by catching up.
 

@@ -37,7 +37,7 @@ use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::BrokerEvent;
-use super::log::LogActorError;
+use super::log_manager::LogManagerError;
 use super::partition::{PartitionRuntime, UpdateConfig};
 use super::replica_manager::{
     ApplyUpdateMetadata, BecomeLeaderOrFollower, ControllerDeposed, FollowLocalController,
@@ -78,7 +78,7 @@ pub enum ControllerError {
     #[error("metadata store: {0}")]
     Store(#[from] MetadataError),
     #[error("log: {0}")]
-    Log(#[from] LogActorError),
+    Log(#[from] LogManagerError),
     #[error("partition: {0}")]
     Partition(#[from] crate::actors::partition::PartitionError),
     #[error("the controller is not running")]

@@ -4,7 +4,7 @@
 
 use kafka_protocol::error::ResponseError;
 
-use crate::actors::log::LogActorError;
+use crate::actors::log_manager::LogManagerError;
 use crate::replication::ReplicationError;
 use crate::storage::LogError;
 
@@ -15,7 +15,7 @@ pub enum PartitionError {
     Replication(#[from] ReplicationError),
     /// The log under the partition: its shard, its files, or offline.
     #[error(transparent)]
-    Log(#[from] LogActorError),
+    Log(#[from] LogManagerError),
     /// The partition actor went away (a restart or a stop) before it
     /// answered: a client retries, as after a leadership move.
     #[error("the partition actor stopped before it answered")]
@@ -24,7 +24,7 @@ pub enum PartitionError {
 
 impl From<LogError> for PartitionError {
     fn from(e: LogError) -> Self {
-        PartitionError::Log(LogActorError::Log(e))
+        PartitionError::Log(LogManagerError::Log(e))
     }
 }
 
@@ -42,7 +42,7 @@ impl PartitionError {
     pub fn is_offline(&self) -> bool {
         matches!(
             self,
-            PartitionError::Log(LogActorError::PartitionOffline { .. })
+            PartitionError::Log(LogManagerError::PartitionOffline { .. })
         )
     }
 }
@@ -59,7 +59,7 @@ mod tests {
             current: 2,
         };
         assert_eq!(PartitionError::from(fenced.clone()).code(), fenced.code());
-        let offline = LogActorError::PartitionOffline {
+        let offline = LogManagerError::PartitionOffline {
             tp: TopicPartition::new("t", 0),
             reason: "disk".into(),
         };

@@ -114,7 +114,7 @@ impl PartitionActor {
                 .then(move |(), actor: &mut Self, _ctx| {
                     // After a reopen the state is fresh only now.
                     let state = actor.state;
-                    let read = log_actor::Read {
+                    let read = log_manager::Read {
                         tp,
                         offset,
                         max_bytes,

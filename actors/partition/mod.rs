@@ -4,7 +4,7 @@
 //! of its followers (`replication::LeaderState`: their log end offsets, the
 //! ISR, the high watermark rule) and the acks=all produces waiting for the
 //! ISR (its purgatory). It persists by sending to its log shard directly (a
-//! `ShardLink` from the shared log actor) and announces every new high
+//! `ShardLink` from the shared log manager) and announces every new high
 //! watermark and log end offset on `watch` channels, which is how parked
 //! consumer and replica fetches wake up.
 //!
@@ -21,7 +21,7 @@
 //! from the log; past its budget it stays up but offline (every request gets
 //! KAFKA_STORAGE_ERROR) rather than restarting in a loop. When its log went
 //! offline with a disk fault, it asks again before each request and comes
-//! back by itself once the log actor has reopened the log.
+//! back by itself once the log manager has reopened the log.
 //!
 //! It never touches a file, never elects a leader (the controller does),
 //! and never acknowledges an acks=all produce before every ISR member has it.
@@ -50,9 +50,10 @@ use crate::storage::{AppendInfo, ReadInfo};
 use crate::topic_partition::TopicPartition;
 
 use super::event_bus::{BrokerEvent, EventBus};
-use super::log::shard::LogShard;
-use super::log::{
-    self as log_actor, GetLogOffsets, LogActorError, LogOffsets, LogShards, ShardLink, ShardReply,
+use super::log_manager::shard::LogShard;
+use super::log_manager::{
+    self as log_manager, GetLogOffsets, LogManagerError, LogOffsets, LogShards, ShardLink,
+    ShardReply,
 };
 use super::pool::ActorPool;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -205,7 +206,7 @@ type AckReply = oneshot::Sender<Result<(), ReplicationError>>;
 type DeleteRecordsReply = oneshot::Sender<Result<i64, PartitionError>>;
 
 /// Answers a produce once its records are flushed (`flush.messages`).
-type FlushReply = oneshot::Sender<Result<(), LogActorError>>;
+type FlushReply = oneshot::Sender<Result<(), LogManagerError>>;
 
 pub struct PartitionActor {
     tp: TopicPartition,
@@ -218,7 +219,7 @@ pub struct PartitionActor {
     /// or it was stopped.
     offline: Option<String>,
     /// The log went offline under it (a disk fault): ask the shard again
-    /// before serving, the log actor may have reopened it.
+    /// before serving, the log manager may have reopened it.
     log_offline: bool,
     events: EventBus,
     replica: ReplicaContext,
@@ -259,7 +260,7 @@ pub struct PartitionActor {
 
 impl PartitionActor {
     /// Start the actor, under supervision, for a log already loaded or
-    /// created by the log actor; on `arbiter` when given.
+    /// created by the log manager; on `arbiter` when given.
     pub fn start(
         tp: TopicPartition,
         shard: ShardLink,
@@ -312,10 +313,10 @@ impl PartitionActor {
         }
     }
 
-    fn offline_error(&self) -> Option<LogActorError> {
+    fn offline_error(&self) -> Option<LogManagerError> {
         self.offline
             .as_ref()
-            .map(|reason| LogActorError::PartitionOffline {
+            .map(|reason| LogManagerError::PartitionOffline {
                 tp: self.tp.clone(),
                 reason: reason.clone(),
             })
@@ -402,7 +403,7 @@ impl PartitionActor {
         }
         self.flush_in_flight = true;
         let flush = self.dispatch(
-            log_actor::Flush {
+            log_manager::Flush {
                 tp: self.tp.clone(),
             },
             ctx,
@@ -427,7 +428,7 @@ impl PartitionActor {
                     let reason = format!("flush failed: {e}");
                     let tp = actor.tp.clone();
                     for reply in actor.flush_waiters.drain() {
-                        let _ = reply.send(Err(LogActorError::PartitionOffline {
+                        let _ = reply.send(Err(LogManagerError::PartitionOffline {
                             tp: tp.clone(),
                             reason: reason.clone(),
                         }));
@@ -472,7 +473,7 @@ impl PartitionActor {
     /// its later messages until there is (so appends are never reordered).
     fn dispatch<M, T>(&mut self, msg: M, ctx: &mut Context<Self>) -> ShardReply<T>
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -490,7 +491,7 @@ impl PartitionActor {
                 Box::pin(async move {
                     match rx.await {
                         Ok(reply) => reply.await,
-                        Err(_) => Err(LogActorError::Stopped),
+                        Err(_) => Err(LogManagerError::Stopped),
                     }
                 })
             }
@@ -503,8 +504,8 @@ impl PartitionActor {
     }
 
     /// Note a log that went offline under this partition.
-    fn observe<T>(&mut self, result: &Result<T, LogActorError>) {
-        if matches!(result, Err(LogActorError::PartitionOffline { .. })) {
+    fn observe<T>(&mut self, result: &Result<T, LogManagerError>) {
+        if matches!(result, Err(LogManagerError::PartitionOffline { .. })) {
             self.mark_log_offline();
         }
     }
@@ -635,7 +636,7 @@ impl PartitionActor {
         self.role = Role::Leader(leader);
         let shard = self.shard.clone();
         let epoch = assignment.leader_epoch;
-        let assign = log_actor::AssignLeaderEpoch {
+        let assign = log_manager::AssignLeaderEpoch {
             tp: self.tp.clone(),
             epoch,
         };
@@ -673,7 +674,7 @@ impl PartitionActor {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         self.purgatory.retain(|reply| !reply.is_closed());
         // A replica with an offline log may get no request to notice the
-        // log actor reopened it (a follower whose fetcher stopped).
+        // log manager reopened it (a follower whose fetcher stopped).
         self.ensure_log_online(ctx);
         let now = self.now_ms();
         let shrunk = match &self.role {
@@ -696,7 +697,7 @@ impl PartitionActor {
         }
         let high_watermark = self.state.high_watermark;
         self.reported_high_watermark = high_watermark;
-        let report = log_actor::SetHighWatermark {
+        let report = log_manager::SetHighWatermark {
             tp: self.tp.clone(),
             high_watermark,
         };
@@ -743,7 +744,7 @@ impl actix::Supervised for PartitionActor {
                 .into_actor(self)
                 .map(|result, actor, _ctx| match result {
                     Ok(offsets) => actor.reset(offsets),
-                    Err(LogActorError::PartitionOffline { .. }) => actor.mark_log_offline(),
+                    Err(LogManagerError::PartitionOffline { .. }) => actor.mark_log_offline(),
                     Err(e) => actor.offline = Some(e.to_string()),
                 }),
         );

@@ -56,7 +56,7 @@ impl Handler<AppendRecords> for PartitionActor {
         let bytes = msg.records.len() as u64;
         let term_at_append = self.leadership_term;
         let append = self.dispatch(
-            log_actor::AppendDeferringFlush {
+            log_manager::AppendDeferringFlush {
                 tp: self.tp.clone(),
                 records: msg.records,
                 leader_epoch: self.leader_epoch(),

@@ -147,7 +147,7 @@ impl Handler<OffsetForTimestamp> for PartitionActor {
         }
         let high_watermark = self.state.high_watermark;
         let shard = self.shard.clone();
-        let lookup = log_actor::OffsetForTimestamp {
+        let lookup = log_manager::OffsetForTimestamp {
             tp: self.tp.clone(),
             timestamp: msg.timestamp,
         };
@@ -200,7 +200,7 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
                     ));
                 }
                 Ok(shard
-                    .send(log_actor::DeleteRecordsBefore { tp, offset })
+                    .send(log_manager::DeleteRecordsBefore { tp, offset })
                     .await?)
             }
             .into_actor(self)
@@ -290,7 +290,7 @@ impl Handler<UpdateConfig> for PartitionActor {
     fn handle(&mut self, msg: UpdateConfig, _ctx: &mut Context<Self>) -> Self::Result {
         self.min_insync_replicas = msg.config.min_insync_replicas;
         let shard = self.shard.clone();
-        let update = log_actor::UpdateLogConfig {
+        let update = log_manager::UpdateLogConfig {
             tp: self.tp.clone(),
             config: msg.config.log,
         };

@@ -68,7 +68,7 @@ impl Handler<AppendAsFollower> for PartitionActor {
         self.ensure_log_online(ctx);
         // The shard keeps it at most the log end offset after the append.
         let append = self.dispatch(
-            log_actor::AppendAsFollower {
+            log_manager::AppendAsFollower {
                 tp: self.tp.clone(),
                 records: msg.records,
                 high_watermark: msg.leader_high_watermark,
@@ -131,7 +131,7 @@ impl Handler<TruncateReplica> for PartitionActor {
         let tp = self.tp.clone();
         let reply: ShardReply<LogOffsets> = if msg.start_over {
             self.dispatch(
-                log_actor::TruncateFully {
+                log_manager::TruncateFully {
                     tp,
                     offset: msg.offset,
                 },
@@ -139,7 +139,7 @@ impl Handler<TruncateReplica> for PartitionActor {
             )
         } else {
             self.dispatch(
-                log_actor::Truncate {
+                log_manager::Truncate {
                     tp,
                     offset: msg.offset,
                 },
@@ -184,7 +184,7 @@ impl Handler<EndOffsetForLeaderEpoch> for PartitionActor {
             }
         }
         let reply = self.dispatch(
-            log_actor::EndOffsetForEpoch {
+            log_manager::EndOffsetForEpoch {
                 tp: self.tp.clone(),
                 epoch: msg.leader_epoch,
             },

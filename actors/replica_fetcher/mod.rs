@@ -11,7 +11,7 @@
 //! `replica.fetch.response.max.bytes`, `replica.fetch.wait.max.ms`,
 //! `replica.fetch.min.bytes` and `replica.fetch.backoff.ms`, and appends
 //! what it gets through the partition actor (which persists through the
-//! shared log actor).
+//! shared log manager).
 //!
 //! It never decides who leads: partitions come and go with the controller's
 //! LeaderAndIsr (`ReplicaFetchers::follow`/`unfollow`), and an answer from
@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use crate::net::client::BrokerClient;
 use crate::topic_partition::TopicPartition;
 
-use super::log::LogOffsets;
+use super::log_manager::LogOffsets;
 use super::partition::PartitionHandle;
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 

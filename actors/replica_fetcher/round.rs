@@ -25,7 +25,7 @@ use crate::storage::batch::LOG_OVERHEAD;
 use crate::storage::leader_epoch::{EpochEndOffset, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use crate::topic_partition::TopicPartition;
 
-use super::super::log::LogOffsets;
+use super::super::log_manager::LogOffsets;
 use super::super::partition::{
     AppendAsFollower, EndOffsetForLeaderEpoch, LocalLogOffsets, PartitionHandle, TruncateReplica,
 };

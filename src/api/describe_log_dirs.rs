@@ -13,7 +13,7 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, 
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::log::{DescribeLogDirs, LogDirDescription};
+use crate::actors::log_manager::{DescribeLogDirs, LogDirDescription};
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(ctx: &BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {

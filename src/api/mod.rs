@@ -80,8 +80,8 @@ pub struct BrokerContext {
     pub request_memory: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     /// Spare request-frame buffers every connection reads into.
     pub frame_buffers: std::sync::Arc<crate::net::FrameBuffers>,
-    /// The log actor's description of its directories (DescribeLogDirs).
-    pub log_dirs: actix::Recipient<crate::actors::log::DescribeLogDirs>,
+    /// The log manager's description of its directories (DescribeLogDirs).
+    pub log_dirs: actix::Recipient<crate::actors::log_manager::DescribeLogDirs>,
     /// Topics a Produce started auto-creating.
     pub auto_creations: create_topics::AutoTopicCreations,
 }

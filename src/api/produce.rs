@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
 use super::BrokerContext;
-use crate::actors::log::LogActorError;
+use crate::actors::log_manager::LogManagerError;
 use crate::actors::partition::{PartitionError, ProduceError, RequiredAcks};
 use crate::storage::batch::BatchError;
 use crate::storage::LogError;
@@ -213,7 +213,7 @@ pub enum ProduceOutcome {
 /// validation refused (Kafka's RecordValidationException), else none.
 fn record_errors(error: &ProduceError) -> Vec<BatchIndexAndErrorMessage> {
     match error {
-        ProduceError::Partition(PartitionError::Log(LogActorError::Log(LogError::InvalidBatch(
+        ProduceError::Partition(PartitionError::Log(LogManagerError::Log(LogError::InvalidBatch(
             e @ (BatchError::InvalidTimestamp { record_index, .. }
             | BatchError::MissingKey { record_index }),
         )))) => vec![BatchIndexAndErrorMessage::default()

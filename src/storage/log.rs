@@ -2,7 +2,7 @@
 //! It assigns offsets, rolls segments, answers reads with file regions,
 //! enforces retention, flushes by policy and recovers after a crash.
 //!
-//! It is single-threaded by design: its owner (a log shard of the log actor)
+//! It is single-threaded by design: its owner (a log shard of the log manager)
 //! serialises every call, so it needs no locks. It never reads a clock; the
 //! caller passes `now_ms`. It never knows about other partitions.
 

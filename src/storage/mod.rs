@@ -2,7 +2,7 @@
 //! checkpoint files and crash recovery, in Kafka's on-disk formats.
 //!
 //! Architecture invariant: nothing here knows about actix, sockets or the
-//! Kafka request layer. Only the log actor (`actors/log.rs`) calls into it,
+//! Kafka request layer. Only the log manager (`actors/log.rs`) calls into it,
 //! and it reads no clock: time comes in as `now_ms`.
 
 pub mod batch;

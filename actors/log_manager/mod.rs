@@ -1,4 +1,4 @@
-//! The shared log actor: the one door to persistence. It starts the log
+//! The shared log manager: the one door to persistence. It starts the log
 //! shards (`shard.rs`: blocking threads that own the partition logs), places
 //! new partitions on the `log.dirs` entry holding the fewest, and runs the
 //! periodic duties: retention, time-based flushes, checkpoint files, and
@@ -42,7 +42,7 @@ use shard::{
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 
 #[derive(Debug, thiserror::Error)]
-pub enum LogActorError {
+pub enum LogManagerError {
     #[error("unknown partition {0}")]
     UnknownPartition(TopicPartition),
     #[error("partition {tp} is offline: {reason}")]
@@ -55,28 +55,28 @@ pub enum LogActorError {
     ShardGone(usize),
     #[error("a log shard panicked during {what}: {reason}")]
     ShardPanic { what: &'static str, reason: String },
-    #[error("the log actor is not running")]
+    #[error("the log manager is not running")]
     Stopped,
 }
 
-impl LogActorError {
+impl LogManagerError {
     /// Kafka's error code for this error.
     pub fn code(&self) -> i16 {
         match self {
-            LogActorError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition.code(),
-            LogActorError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
-            LogActorError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
-            LogActorError::Log(e) => e.code(),
-            LogActorError::ShardGone(_)
-            | LogActorError::ShardPanic { .. }
-            | LogActorError::Stopped => ResponseError::KafkaStorageError.code(),
+            LogManagerError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition.code(),
+            LogManagerError::PartitionOffline { .. } => ResponseError::KafkaStorageError.code(),
+            LogManagerError::PartitionExists(_) => ResponseError::UnknownServerError.code(),
+            LogManagerError::Log(e) => e.code(),
+            LogManagerError::ShardGone(_)
+            | LogManagerError::ShardPanic { .. }
+            | LogManagerError::Stopped => ResponseError::KafkaStorageError.code(),
         }
     }
 }
 
-/// How the log actor runs; built from the broker config.
+/// How the log manager runs; built from the broker config.
 #[derive(Debug, Clone)]
-pub struct LogActorConfig {
+pub struct LogManagerConfig {
     pub log_dirs: Vec<PathBuf>,
     /// Broker-wide log defaults.
     pub default_config: LogConfig,
@@ -94,9 +94,9 @@ pub struct LogActorConfig {
     pub offline_retry_interval_ms: u64,
 }
 
-impl LogActorConfig {
+impl LogManagerConfig {
     pub fn new(log_dirs: Vec<PathBuf>, default_config: LogConfig) -> Self {
-        LogActorConfig {
+        LogManagerConfig {
             log_dirs,
             default_config,
             topic_configs: HashMap::new(),
@@ -110,7 +110,7 @@ impl LogActorConfig {
     }
 
     pub fn from_broker(config: &crate::config::BrokerConfig) -> Self {
-        let mut actor = LogActorConfig::new(config.log_dirs.clone(), config.log_config());
+        let mut actor = LogManagerConfig::new(config.log_dirs.clone(), config.log_config());
         actor.shards = config.num_io_threads.clamp(1, 64);
         actor.max_in_flight_per_shard = config.queued_max_requests.max(1);
         actor.retention_check_interval_ms = config.log_retention_check_interval_ms;
@@ -135,14 +135,14 @@ pub struct LoadedLog {
     /// The partition.
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub tp: TopicPartition,
-    pub offsets: Result<LogOffsets, LogActorError>,
+    pub offsets: Result<LogOffsets, LogManagerError>,
     /// Segments re-read and checked because they were past the recovery
     /// point of a directory not shut down cleanly.
     pub recovered_segments: usize,
 }
 
 /// A partition's way to its shard: partition actors send their appends and
-/// reads here directly, without a hop through the log actor. Every send
+/// reads here directly, without a hop through the log manager. Every send
 /// waits for room in the shard's in-flight window first.
 #[derive(Clone)]
 pub struct ShardLink {
@@ -153,14 +153,14 @@ pub struct ShardLink {
 
 /// A message already enqueued at its shard; resolves to the shard's answer.
 pub type ShardReply<T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, LogActorError>>>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, LogManagerError>>>>;
 
 impl ShardLink {
     /// Enqueue `msg` now if the in-flight window has room (so messages sent
     /// one after the other arrive in that order); the message back if not.
     pub fn try_dispatch<M, T>(&self, msg: M) -> Result<ShardReply<T>, M>
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -174,7 +174,7 @@ impl ShardLink {
     /// enqueued, to its answer's future.
     pub async fn dispatch_when_room<M, T>(&self, msg: M) -> ShardReply<T>
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -182,14 +182,14 @@ impl ShardLink {
             Ok(permit) => self.enqueue(msg, permit),
             Err(_) => {
                 let index = self.index;
-                Box::pin(async move { Err(LogActorError::ShardGone(index)) })
+                Box::pin(async move { Err(LogManagerError::ShardGone(index)) })
             }
         }
     }
 
     fn enqueue<M, T>(&self, msg: M, permit: tokio::sync::OwnedSemaphorePermit) -> ShardReply<T>
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -208,8 +208,8 @@ impl ShardLink {
         });
         Box::pin(async move {
             match answered.await {
-                Ok(reply) => reply.map_err(|_| LogActorError::ShardGone(index))?,
-                Err(_) => Err(LogActorError::ShardGone(index)),
+                Ok(reply) => reply.map_err(|_| LogManagerError::ShardGone(index))?,
+                Err(_) => Err(LogManagerError::ShardGone(index)),
             }
         })
     }
@@ -220,7 +220,7 @@ impl ShardLink {
     /// actix skips a message whose answer nobody awaits.
     pub fn send_detached<M, T>(&self, msg: M)
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -240,9 +240,9 @@ impl ShardLink {
     }
 
     /// Send `msg` to the shard, within its in-flight window.
-    pub async fn send<M, T>(&self, msg: M) -> Result<T, LogActorError>
+    pub async fn send<M, T>(&self, msg: M) -> Result<T, LogManagerError>
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -265,9 +265,9 @@ impl LogShards {
     pub(crate) fn gather<M, T>(
         &self,
         make: impl Fn() -> M,
-    ) -> impl std::future::Future<Output = Result<Vec<T>, LogActorError>> + 'static
+    ) -> impl std::future::Future<Output = Result<Vec<T>, LogManagerError>> + 'static
     where
-        M: Message<Result = Result<Vec<T>, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<Vec<T>, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -285,9 +285,9 @@ impl LogShards {
     fn broadcast<M, T>(
         &self,
         make: impl Fn() -> M,
-    ) -> impl std::future::Future<Output = Vec<Result<T, LogActorError>>> + 'static
+    ) -> impl std::future::Future<Output = Vec<Result<T, LogManagerError>>> + 'static
     where
-        M: Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -304,8 +304,8 @@ impl LogShards {
     }
 }
 
-pub struct LogActor {
-    config: LogActorConfig,
+pub struct LogManager {
+    config: LogManagerConfig,
     shards: LogShards,
     dirs: Vec<Arc<LogDir>>,
     /// Which `dirs` entry holds each partition.
@@ -313,30 +313,30 @@ pub struct LogActor {
     link: SupervisorLink,
 }
 
-impl LogActor {
+impl LogManager {
     #[cfg(any(test, feature = "internals"))]
     /// Open the log directories, start the shards, load every partition found
     /// (recovering those not shut down cleanly, shards in parallel), then
     /// start the actor under a supervisor. Must run inside an actix system.
     pub async fn start(
-        config: LogActorConfig,
+        config: LogManagerConfig,
         clock: SharedClock,
-    ) -> Result<(Addr<LogActor>, Vec<LoadedLog>), LogActorError> {
+    ) -> Result<(Addr<LogManager>, Vec<LoadedLog>), LogManagerError> {
         Self::start_supervised(config, clock, Escalation::Degrade).await
     }
 
     /// `start`, with what happens when the actor keeps failing.
     pub async fn start_supervised(
-        config: LogActorConfig,
+        config: LogManagerConfig,
         clock: SharedClock,
         escalation: Escalation,
-    ) -> Result<(Addr<LogActor>, Vec<LoadedLog>), LogActorError> {
+    ) -> Result<(Addr<LogManager>, Vec<LoadedLog>), LogManagerError> {
         let mut dirs = Vec::with_capacity(config.log_dirs.len());
         for path in &config.log_dirs {
             let path = path.clone();
             let dir = tokio::task::spawn_blocking(move || LogDir::open(&path))
                 .await
-                .map_err(|_| LogActorError::Stopped)??;
+                .map_err(|_| LogManagerError::Stopped)??;
             dirs.push(Arc::new(dir));
         }
         let shards = LogShards(Arc::new(
@@ -388,7 +388,7 @@ impl LogActor {
         }
         let loaded = futures_util::future::join_all(pending).await;
         let link = SupervisorLink::default();
-        let actor = LogActor {
+        let actor = LogManager {
             config,
             shards,
             dirs,
@@ -397,7 +397,7 @@ impl LogActor {
         };
         let addr = supervise(
             None,
-            ChildSpec::new("the log actor", escalation),
+            ChildSpec::new("the log manager", escalation),
             link,
             move |_| actor,
         );
@@ -408,9 +408,9 @@ impl LogActor {
     fn forward<M, T>(
         &self,
         msg: M,
-    ) -> impl std::future::Future<Output = Result<T, LogActorError>> + 'static
+    ) -> impl std::future::Future<Output = Result<T, LogManagerError>> + 'static
     where
-        M: PartitionRequest + Message<Result = Result<T, LogActorError>> + Send + 'static,
+        M: PartitionRequest + Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
         LogShard: Handler<M>,
     {
@@ -464,7 +464,9 @@ impl LogActor {
         }
     }
 
-    fn checkpoint(&self) -> impl std::future::Future<Output = Result<(), LogActorError>> + 'static {
+    fn checkpoint(
+        &self,
+    ) -> impl std::future::Future<Output = Result<(), LogManagerError>> + 'static {
         let collect = self.shards.broadcast(|| CollectCheckpoints);
         let dirs = self.dirs.clone();
         async move {
@@ -477,7 +479,7 @@ impl LogActor {
                 write_checkpoint_files(&dirs, &entries, &mark_clean)
             })
             .await
-            .map_err(|_| LogActorError::Stopped)?
+            .map_err(|_| LogManagerError::Stopped)?
         }
     }
 }
@@ -494,7 +496,7 @@ fn interval(ms: u64) -> Option<Duration> {
     (ms > 0 && ms < i64::MAX as u64 / 2).then(|| Duration::from_millis(ms))
 }
 
-fn log_failures<T>(what: &str, replies: Vec<Result<T, LogActorError>>) {
+fn log_failures<T>(what: &str, replies: Vec<Result<T, LogManagerError>>) {
     for reply in replies {
         if let Err(e) = reply {
             log::error!("{what} failed on a shard: {e}");
@@ -502,7 +504,7 @@ fn log_failures<T>(what: &str, replies: Vec<Result<T, LogActorError>>) {
     }
 }
 
-fn log_retention(replies: Vec<Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>>) {
+fn log_retention(replies: Vec<Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>>) {
     for reply in replies {
         match reply {
             Err(e) => log::error!("retention failed on a shard: {e}"),
@@ -524,7 +526,7 @@ fn write_checkpoint_files(
     dirs: &[Arc<LogDir>],
     entries: &[CheckpointEntry],
     mark_clean: &[bool],
-) -> Result<(), LogActorError> {
+) -> Result<(), LogManagerError> {
     for (i, dir) in dirs.iter().enumerate() {
         let mut recovery_points = BTreeMap::new();
         let mut log_start_offsets = BTreeMap::new();
@@ -551,7 +553,7 @@ fn write_checkpoint_files(
     Ok(())
 }
 
-impl Actor for LogActor {
+impl Actor for LogManager {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
@@ -559,21 +561,21 @@ impl Actor for LogActor {
     }
 }
 
-impl actix::Supervised for LogActor {
+impl actix::Supervised for LogManager {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         // Logs live in the shards and placement is rebuilt on every create,
         // so a restart loses nothing; `started` schedules the timers again.
         if let Some(cause) = self.link.escalated() {
-            log::error!("the log actor keeps failing ({cause}); it serves on, degraded");
+            log::error!("the log manager keeps failing ({cause}); it serves on, degraded");
         }
     }
 }
 
-/// Declares that the log actor forwards a partition's request to its shard.
+/// Declares that the log manager forwards a partition's request to its shard.
 macro_rules! forwarded {
     ($($name:ident),* $(,)?) => {
         $(
-            impl Handler<$name> for LogActor {
+            impl Handler<$name> for LogManager {
                 type Result = ResponseFuture<<$name as Message>::Result>;
 
                 fn handle(&mut self, msg: $name, _ctx: &mut Context<Self>) -> Self::Result {
@@ -610,7 +612,7 @@ impl Message for GetShards {
     type Result = LogShards;
 }
 
-impl Handler<GetShards> for LogActor {
+impl Handler<GetShards> for LogManager {
     type Result = MessageResult<GetShards>;
 
     fn handle(&mut self, _msg: GetShards, _ctx: &mut Context<Self>) -> Self::Result {
@@ -620,7 +622,7 @@ impl Handler<GetShards> for LogActor {
 
 /// What the controller asks of the log: a partition's offsets, a new or
 /// deleted log, a topic's configs applied. Typed recipients rather than
-/// the `LogActor`'s address, so that another storage (tiered, say) can
+/// the `LogManager`'s address, so that another storage (tiered, say) can
 /// take its place without the controller changing.
 #[derive(Clone)]
 pub struct LogAdmin {
@@ -632,7 +634,7 @@ pub struct LogAdmin {
 }
 
 impl LogAdmin {
-    pub fn of(log: &Addr<LogActor>) -> Self {
+    pub fn of(log: &Addr<LogManager>) -> Self {
         LogAdmin {
             create: log.clone().recipient(),
             delete: log.clone().recipient(),
@@ -651,19 +653,19 @@ pub struct CreateLog {
 }
 
 impl Message for CreateLog {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, LogManagerError>;
 }
 
-impl Handler<CreateLog> for LogActor {
-    type Result = ResponseFuture<Result<LogOffsets, LogActorError>>;
+impl Handler<CreateLog> for LogManager {
+    type Result = ResponseFuture<Result<LogOffsets, LogManagerError>>;
 
     fn handle(&mut self, msg: CreateLog, _ctx: &mut Context<Self>) -> Self::Result {
         if self.placement.contains_key(&msg.tp) {
-            return Box::pin(async move { Err(LogActorError::PartitionExists(msg.tp)) });
+            return Box::pin(async move { Err(LogManagerError::PartitionExists(msg.tp)) });
         }
         let dir_index = self.least_loaded_dir();
         let Some(dir) = self.dirs.get(dir_index) else {
-            return Box::pin(async move { Err(LogActorError::Stopped) });
+            return Box::pin(async move { Err(LogManagerError::Stopped) });
         };
         self.placement.insert(msg.tp.clone(), dir_index);
         let shard = self.shards.for_partition(&msg.tp);
@@ -683,11 +685,11 @@ pub struct DeleteLog {
 }
 
 impl Message for DeleteLog {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 }
 
-impl Handler<DeleteLog> for LogActor {
-    type Result = ResponseFuture<Result<(), LogActorError>>;
+impl Handler<DeleteLog> for LogManager {
+    type Result = ResponseFuture<Result<(), LogManagerError>>;
 
     fn handle(&mut self, msg: DeleteLog, _ctx: &mut Context<Self>) -> Self::Result {
         self.placement.remove(&msg.tp);
@@ -715,11 +717,11 @@ pub struct LogDirDescription {
 pub struct DescribeLogDirs;
 
 impl Message for DescribeLogDirs {
-    type Result = Result<Vec<LogDirDescription>, LogActorError>;
+    type Result = Result<Vec<LogDirDescription>, LogManagerError>;
 }
 
-impl Handler<DescribeLogDirs> for LogActor {
-    type Result = ResponseFuture<Result<Vec<LogDirDescription>, LogActorError>>;
+impl Handler<DescribeLogDirs> for LogManager {
+    type Result = ResponseFuture<Result<Vec<LogDirDescription>, LogManagerError>>;
 
     fn handle(&mut self, _msg: DescribeLogDirs, _ctx: &mut Context<Self>) -> Self::Result {
         let replicas = self.shards.gather(|| DescribeShardLogs);
@@ -734,7 +736,7 @@ impl Handler<DescribeLogDirs> for LogActor {
                     let path = path.clone();
                     tokio::task::spawn_blocking(move || file_system_space(&path))
                         .await
-                        .map_err(|_| LogActorError::Stopped)?
+                        .map_err(|_| LogManagerError::Stopped)?
                 };
                 let (total_bytes, usable_bytes, error) = match space {
                     Ok((total, usable)) => (total, usable, None),
@@ -780,11 +782,11 @@ fn file_system_space(path: &std::path::Path) -> std::io::Result<(i64, i64)> {
 pub struct RetentionTick;
 
 impl Message for RetentionTick {
-    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>;
 }
 
-impl Handler<RetentionTick> for LogActor {
-    type Result = ResponseFuture<Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>>;
+impl Handler<RetentionTick> for LogManager {
+    type Result = ResponseFuture<Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>>;
 
     fn handle(&mut self, _msg: RetentionTick, _ctx: &mut Context<Self>) -> Self::Result {
         Box::pin(self.shards.gather(|| EnforceRetention))
@@ -797,11 +799,11 @@ impl Handler<RetentionTick> for LogActor {
 pub struct RetryOffline;
 
 impl Message for RetryOffline {
-    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>;
 }
 
-impl Handler<RetryOffline> for LogActor {
-    type Result = ResponseFuture<Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>>;
+impl Handler<RetryOffline> for LogManager {
+    type Result = ResponseFuture<Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>>;
 
     fn handle(&mut self, _msg: RetryOffline, _ctx: &mut Context<Self>) -> Self::Result {
         Box::pin(self.shards.gather(|| ReopenOffline))
@@ -813,11 +815,11 @@ impl Handler<RetryOffline> for LogActor {
 pub struct WriteCheckpoints;
 
 impl Message for WriteCheckpoints {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 }
 
-impl Handler<WriteCheckpoints> for LogActor {
-    type Result = ResponseFuture<Result<(), LogActorError>>;
+impl Handler<WriteCheckpoints> for LogManager {
+    type Result = ResponseFuture<Result<(), LogManagerError>>;
 
     fn handle(&mut self, _msg: WriteCheckpoints, _ctx: &mut Context<Self>) -> Self::Result {
         Box::pin(self.checkpoint())
@@ -830,11 +832,11 @@ impl Handler<WriteCheckpoints> for LogActor {
 pub struct Close;
 
 impl Message for Close {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 }
 
-impl Handler<Close> for LogActor {
-    type Result = ResponseFuture<Result<(), LogActorError>>;
+impl Handler<Close> for LogManager {
+    type Result = ResponseFuture<Result<(), LogManagerError>>;
 
     fn handle(&mut self, _msg: Close, _ctx: &mut Context<Self>) -> Self::Result {
         let replies = self.shards.broadcast(|| CloseAll);
@@ -858,7 +860,7 @@ impl Handler<Close> for LogActor {
                 write_checkpoint_files(&dirs, &entries, &mark_clean)
             })
             .await
-            .map_err(|_| LogActorError::Stopped)?
+            .map_err(|_| LogManagerError::Stopped)?
         })
     }
 }

@@ -1,4 +1,4 @@
-//! The shared log actor over real files: routing to shards, per-partition
+//! The shared log manager over real files: routing to shards, per-partition
 //! order under concurrent senders, placement over `log.dirs`, clean restarts,
 //! retention driven by an injected clock, and fault isolation (a failing
 //! partition goes offline while the others keep serving).
@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ferrolog::actors::log::{
-    Append, Close, CreateLog, GetLogOffsets, LogActor, LogActorConfig, LogActorError, Read,
+use ferrolog::actors::log_manager::{
+    Append, Close, CreateLog, GetLogOffsets, LogManager, LogManagerConfig, LogManagerError, Read,
     RetentionTick, Roll,
 };
 use ferrolog::clock::{ManualClock, SharedClock, SystemClock};
@@ -18,24 +18,24 @@ use ferrolog::storage::LogConfig;
 use ferrolog::topic_partition::TopicPartition;
 use kafka_protocol::records::Compression;
 
-fn actor_config(dirs: &[&Path], log: LogConfig) -> LogActorConfig {
-    let mut config = LogActorConfig::new(dirs.iter().map(|d| d.to_path_buf()).collect(), log);
+fn actor_config(dirs: &[&Path], log: LogConfig) -> LogManagerConfig {
+    let mut config = LogManagerConfig::new(dirs.iter().map(|d| d.to_path_buf()).collect(), log);
     config.shards = 3;
     config.max_in_flight_per_shard = 8;
     config
 }
 
-/// A log actor on `dir` with the default log config and the system clock.
-async fn default_log_actor(dir: &Path) -> actix::Addr<LogActor> {
+/// A log manager on `dir` with the default log config and the system clock.
+async fn default_log_manager(dir: &Path) -> actix::Addr<LogManager> {
     let clock: SharedClock = Arc::new(SystemClock);
-    LogActor::start(actor_config(&[dir], LogConfig::default()), clock)
+    LogManager::start(actor_config(&[dir], LogConfig::default()), clock)
         .await
         .unwrap()
         .0
 }
 
-/// Creates `tp`'s log with `config` through the log actor.
-async fn create_log(log: &actix::Addr<LogActor>, tp: &TopicPartition, config: LogConfig) {
+/// Creates `tp`'s log with `config` through the log manager.
+async fn create_log(log: &actix::Addr<LogManager>, tp: &TopicPartition, config: LogConfig) {
     log.send(CreateLog {
         tp: tp.clone(),
         config,
@@ -57,7 +57,7 @@ fn concurrent_appends_keep_per_partition_order() {
     run(async {
         let clock: SharedClock = Arc::new(SystemClock);
         let (log, loaded) =
-            LogActor::start(actor_config(&[dir.path()], LogConfig::default()), clock)
+            LogManager::start(actor_config(&[dir.path()], LogConfig::default()), clock)
                 .await
                 .unwrap();
         assert!(loaded.is_empty());
@@ -113,7 +113,7 @@ fn placement_and_clean_restart() {
     let b = tempfile::tempdir().unwrap();
     run(async {
         let config = actor_config(&[a.path(), b.path()], LogConfig::default());
-        let (log, _) = LogActor::start(config.clone(), Arc::new(SystemClock))
+        let (log, _) = LogManager::start(config.clone(), Arc::new(SystemClock))
             .await
             .unwrap();
         for p in 0..4 {
@@ -147,7 +147,7 @@ fn placement_and_clean_restart() {
     });
     run(async {
         let config = actor_config(&[a.path(), b.path()], LogConfig::default());
-        let (log, loaded) = LogActor::start(config, Arc::new(SystemClock))
+        let (log, loaded) = LogManager::start(config, Arc::new(SystemClock))
             .await
             .unwrap();
         assert_eq!(loaded.len(), 4);
@@ -183,7 +183,7 @@ fn retention_by_time_on_a_manual_clock() {
             segment_bytes: 2048,
             ..LogConfig::default()
         };
-        let (log, _) = LogActor::start(
+        let (log, _) = LogManager::start(
             actor_config(&[dir.path()], config.clone()),
             Arc::new(clock.clone()),
         )
@@ -229,7 +229,7 @@ fn retention_by_time_on_a_manual_clock() {
             .unwrap();
         assert!(matches!(
             below,
-            Err(LogActorError::Log(
+            Err(LogManagerError::Log(
                 ferrolog::storage::LogError::OffsetOutOfRange { .. }
             ))
         ));
@@ -243,7 +243,7 @@ fn retention_by_time_on_a_manual_clock() {
 fn a_failing_partition_goes_offline_alone() {
     let dir = tempfile::tempdir().unwrap();
     run(async {
-        let (log, _) = LogActor::start(
+        let (log, _) = LogManager::start(
             actor_config(&[dir.path()], LogConfig::default()),
             Arc::new(SystemClock),
         )
@@ -264,7 +264,7 @@ fn a_failing_partition_goes_offline_alone() {
         std::fs::remove_dir_all(dir.path().join("doomed-0")).unwrap();
         let rolled = log.send(Roll { tp: doomed.clone() }).await.unwrap();
         assert!(
-            matches!(rolled, Err(LogActorError::PartitionOffline { .. })),
+            matches!(rolled, Err(LogManagerError::PartitionOffline { .. })),
             "{rolled:?}"
         );
         let again = log
@@ -274,7 +274,10 @@ fn a_failing_partition_goes_offline_alone() {
             })
             .await
             .unwrap();
-        assert!(matches!(again, Err(LogActorError::PartitionOffline { .. })));
+        assert!(matches!(
+            again,
+            Err(LogManagerError::PartitionOffline { .. })
+        ));
         let info = log
             .send(Append {
                 tp: healthy.clone(),
@@ -299,7 +302,7 @@ fn a_failing_partition_goes_offline_alone() {
 fn a_roll_is_flushed_off_the_shard_thread() {
     let dir = tempfile::tempdir().unwrap();
     run(async {
-        let log = default_log_actor(dir.path()).await;
+        let log = default_log_manager(dir.path()).await;
         let tp = TopicPartition::new("rolling", 0);
         create_log(&log, &tp, LogConfig::default()).await;
         for _ in 0..4 {
@@ -340,7 +343,7 @@ fn a_roll_is_flushed_off_the_shard_thread() {
 fn no_log_is_created_after_close() {
     let dir = tempfile::tempdir().unwrap();
     run(async {
-        let log = default_log_actor(dir.path()).await;
+        let log = default_log_manager(dir.path()).await;
         let create = |topic: &str| CreateLog {
             tp: TopicPartition::new(topic, 0),
             config: LogConfig::default(),
@@ -348,7 +351,7 @@ fn no_log_is_created_after_close() {
         log.send(create("before")).await.unwrap().unwrap();
         log.send(Close).await.unwrap().unwrap();
         let late = log.send(create("late")).await.unwrap();
-        assert!(matches!(late, Err(LogActorError::Stopped)), "{late:?}");
+        assert!(matches!(late, Err(LogManagerError::Stopped)), "{late:?}");
     });
     assert!(dir.path().join(CLEAN_SHUTDOWN_FILE).exists());
     assert!(dir.path().join("before-0").is_dir());

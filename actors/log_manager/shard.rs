@@ -5,7 +5,7 @@
 //!
 //! It never lets a disk error or a panic on one partition escape: the
 //! partition is marked offline with a log line and the shard keeps serving the
-//! others. Only the log actor (`actors/log.rs`) talks to it.
+//! others. Only the log manager (`actors/log.rs`) talks to it.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -23,7 +23,7 @@ use crate::storage::{
 };
 use crate::topic_partition::TopicPartition;
 
-use super::LogActorError;
+use super::LogManagerError;
 use crate::actors::supervisor::panic_message;
 
 /// A partition's offsets as its log knows them.
@@ -93,12 +93,12 @@ impl LogShard {
         &mut self,
         tp: &TopicPartition,
         op: impl FnOnce(&mut PartitionLog, i64) -> Result<T, LogError>,
-    ) -> Result<T, LogActorError> {
+    ) -> Result<T, LogManagerError> {
         let now_ms = self.clock.now_ms();
         let log = match self.logs.get_mut(tp) {
-            None => return Err(LogActorError::UnknownPartition(tp.clone())),
+            None => return Err(LogManagerError::UnknownPartition(tp.clone())),
             Some(PartitionState::Offline { reason, .. }) => {
-                return Err(LogActorError::PartitionOffline {
+                return Err(LogManagerError::PartitionOffline {
                     tp: tp.clone(),
                     reason: reason.clone(),
                 })
@@ -112,12 +112,12 @@ impl LogShard {
                 }
                 return Ok(value);
             }
-            Ok(Err(e)) if !e.is_fatal_for_partition() => return Err(LogActorError::Log(e)),
+            Ok(Err(e)) if !e.is_fatal_for_partition() => return Err(LogManagerError::Log(e)),
             Ok(Err(e)) => e.to_string(),
             Err(panic) => format!("panic: {}", panic_message(panic.as_ref())),
         };
         self.take_offline(tp, failure.clone());
-        Err(LogActorError::PartitionOffline {
+        Err(LogManagerError::PartitionOffline {
             tp: tp.clone(),
             reason: failure,
         })
@@ -200,14 +200,14 @@ impl LogShard {
     fn guarded<T>(
         &mut self,
         what: &'static str,
-        op: impl FnOnce(&mut Self) -> Result<T, LogActorError>,
-    ) -> Result<T, LogActorError> {
+        op: impl FnOnce(&mut Self) -> Result<T, LogManagerError>,
+    ) -> Result<T, LogManagerError> {
         match catch_unwind(AssertUnwindSafe(|| op(self))) {
             Ok(result) => result,
             Err(panic) => {
                 let reason = panic_message(panic.as_ref());
                 log::error!("log shard {}: {what} panicked: {reason}", self.id);
-                Err(LogActorError::ShardPanic { what, reason })
+                Err(LogManagerError::ShardPanic { what, reason })
             }
         }
     }
@@ -218,7 +218,7 @@ impl LogShard {
         dir: PathBuf,
         config: LogConfig,
         options: LoadOptions,
-    ) -> Result<(LogOffsets, LoadReport), LogActorError> {
+    ) -> Result<(LogOffsets, LoadReport), LogManagerError> {
         let now_ms = self.clock.now_ms();
         let loaded = catch_unwind(AssertUnwindSafe(|| {
             PartitionLog::load(&dir, tp.clone(), config.clone(), options, now_ms)
@@ -242,7 +242,7 @@ impl LogShard {
                 options,
             },
         );
-        Err(LogActorError::PartitionOffline { tp, reason })
+        Err(LogManagerError::PartitionOffline { tp, reason })
     }
 
     fn online(&mut self) -> impl Iterator<Item = (&TopicPartition, &mut PartitionLog)> {
@@ -407,7 +407,7 @@ impl Handler<RollFlushed> for LogShard {
 }
 
 /// Declares a request about one partition: its message struct, answered by
-/// the shard owning the partition (the log actor forwards the same struct,
+/// the shard owning the partition (the log manager forwards the same struct,
 /// and partition actors send it to their shard directly).
 macro_rules! partition_request {
     ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* } -> $out:ty,
@@ -417,7 +417,7 @@ macro_rules! partition_request {
         pub struct $name { pub tp: TopicPartition, $(pub $field: $ty),* }
 
         impl Message for $name {
-            type Result = Result<$out, LogActorError>;
+            type Result = Result<$out, LogManagerError>;
         }
 
         impl PartitionRequest for $name {
@@ -427,7 +427,7 @@ macro_rules! partition_request {
         }
 
         impl Handler<$name> for LogShard {
-            type Result = Result<$out, LogActorError>;
+            type Result = Result<$out, LogManagerError>;
 
             fn handle(&mut self, $msg: $name, _ctx: &mut Self::Context) -> Self::Result {
                 let tp = $msg.tp.clone();
@@ -618,15 +618,15 @@ pub struct OpenLog {
 }
 
 impl Message for OpenLog {
-    type Result = Result<(LogOffsets, LoadReport), LogActorError>;
+    type Result = Result<(LogOffsets, LoadReport), LogManagerError>;
 }
 
 impl Handler<OpenLog> for LogShard {
-    type Result = Result<(LogOffsets, LoadReport), LogActorError>;
+    type Result = Result<(LogOffsets, LoadReport), LogManagerError>;
 
     fn handle(&mut self, msg: OpenLog, _ctx: &mut Self::Context) -> Self::Result {
         if self.closed {
-            return Err(LogActorError::Stopped);
+            return Err(LogManagerError::Stopped);
         }
         self.load(msg.tp, msg.dir, msg.config, msg.options)
     }
@@ -641,20 +641,20 @@ pub struct CreateShardLog {
 }
 
 impl Message for CreateShardLog {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, LogManagerError>;
 }
 
 impl Handler<CreateShardLog> for LogShard {
-    type Result = Result<LogOffsets, LogActorError>;
+    type Result = Result<LogOffsets, LogManagerError>;
 
     fn handle(&mut self, msg: CreateShardLog, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("create", |shard| {
             if shard.closed {
                 log::warn!("not creating {}: the logs are closing", msg.tp);
-                return Err(LogActorError::Stopped);
+                return Err(LogManagerError::Stopped);
             }
             if shard.logs.contains_key(&msg.tp) {
-                return Err(LogActorError::PartitionExists(msg.tp));
+                return Err(LogManagerError::PartitionExists(msg.tp));
             }
             fail::fail_point!("shard.create");
             let now_ms = shard.clock.now_ms();
@@ -675,11 +675,11 @@ pub struct DeleteShardLog {
 }
 
 impl Message for DeleteShardLog {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 }
 
 impl Handler<DeleteShardLog> for LogShard {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 
     fn handle(&mut self, msg: DeleteShardLog, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("delete", |shard| match shard.logs.remove(&msg.tp) {
@@ -688,7 +688,7 @@ impl Handler<DeleteShardLog> for LogShard {
                 std::fs::remove_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
                 Ok(())
             }
-            None => Err(LogActorError::UnknownPartition(msg.tp)),
+            None => Err(LogManagerError::UnknownPartition(msg.tp)),
         })
     }
 }
@@ -698,11 +698,11 @@ impl Handler<DeleteShardLog> for LogShard {
 pub struct FlushDueLogs;
 
 impl Message for FlushDueLogs {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 }
 
 impl Handler<FlushDueLogs> for LogShard {
-    type Result = Result<(), LogActorError>;
+    type Result = Result<(), LogManagerError>;
 
     fn handle(&mut self, _msg: FlushDueLogs, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("flush", |shard| {
@@ -717,11 +717,11 @@ impl Handler<FlushDueLogs> for LogShard {
 pub struct EnforceRetention;
 
 impl Message for EnforceRetention {
-    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>;
 }
 
 impl Handler<EnforceRetention> for LogShard {
-    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>;
 
     fn handle(&mut self, _msg: EnforceRetention, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("retention", |shard| {
@@ -743,11 +743,11 @@ pub struct TakeCleanable {
 }
 
 impl Message for TakeCleanable {
-    type Result = Result<Vec<(Cleanable, CleanTask)>, LogActorError>;
+    type Result = Result<Vec<(Cleanable, CleanTask)>, LogManagerError>;
 }
 
 impl Handler<TakeCleanable> for LogShard {
-    type Result = Result<Vec<(Cleanable, CleanTask)>, LogActorError>;
+    type Result = Result<Vec<(Cleanable, CleanTask)>, LogManagerError>;
 
     fn handle(&mut self, msg: TakeCleanable, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("choosing a log to clean", |shard| {
@@ -768,11 +768,11 @@ impl Handler<TakeCleanable> for LogShard {
 pub struct CollectCheckpoints;
 
 impl Message for CollectCheckpoints {
-    type Result = Result<Vec<CheckpointEntry>, LogActorError>;
+    type Result = Result<Vec<CheckpointEntry>, LogManagerError>;
 }
 
 impl Handler<CollectCheckpoints> for LogShard {
-    type Result = Result<Vec<CheckpointEntry>, LogActorError>;
+    type Result = Result<Vec<CheckpointEntry>, LogManagerError>;
 
     fn handle(&mut self, _msg: CollectCheckpoints, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("checkpoints", |shard| {
@@ -800,11 +800,11 @@ pub struct ClosedLogs {
 pub struct CloseAll;
 
 impl Message for CloseAll {
-    type Result = Result<ClosedLogs, LogActorError>;
+    type Result = Result<ClosedLogs, LogManagerError>;
 }
 
 impl Handler<CloseAll> for LogShard {
-    type Result = Result<ClosedLogs, LogActorError>;
+    type Result = Result<ClosedLogs, LogManagerError>;
 
     fn handle(&mut self, _msg: CloseAll, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("close", |shard| {
@@ -858,11 +858,11 @@ pub struct ReplicaLog {
 pub struct DescribeShardLogs;
 
 impl Message for DescribeShardLogs {
-    type Result = Result<Vec<ReplicaLog>, LogActorError>;
+    type Result = Result<Vec<ReplicaLog>, LogManagerError>;
 }
 
 impl Handler<DescribeShardLogs> for LogShard {
-    type Result = Result<Vec<ReplicaLog>, LogActorError>;
+    type Result = Result<Vec<ReplicaLog>, LogManagerError>;
 
     fn handle(&mut self, _msg: DescribeShardLogs, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("describe", |shard| {
@@ -890,11 +890,11 @@ impl Handler<DescribeShardLogs> for LogShard {
 pub struct ReopenOffline;
 
 impl Message for ReopenOffline {
-    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>;
 }
 
 impl Handler<ReopenOffline> for LogShard {
-    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogActorError>;
+    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>;
 
     fn handle(&mut self, _msg: ReopenOffline, _ctx: &mut Self::Context) -> Self::Result {
         self.guarded("reopen", |shard| {
