@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use ferrolog::actors::log_manager::{Append, CreateLog, Read};
+use ferrolog::actors::log_manager::{Append, CreateLog, GetShards, Read};
 use ferrolog::broker::Broker;
 use ferrolog::config::BrokerConfig;
 use ferrolog::storage::batch::{validate_entry, EntryHeader};
@@ -79,18 +79,22 @@ fn writer_child() {
             .first()
             .and_then(|l| l.offsets.as_ref().ok())
             .map_or(0, |o| o.log_end_offset);
+        let shard = broker
+            .log()
+            .send(GetShards)
+            .await
+            .unwrap()
+            .for_partition(&tp());
         let mut out = std::io::stdout().lock();
         let deadline = Instant::now() + Duration::from_secs(60);
         for i in 0..MAX_APPENDS {
             let n = (start / 5) as usize + i;
-            let info = broker
-                .log()
+            let info = shard
                 .send(Append {
                     tp: tp(),
                     records: batch(n).freeze(),
                 })
                 .await
-                .unwrap()
                 .unwrap();
             assert_eq!(info.first_offset, n as i64 * 5);
             writeln!(out, "ACK {} {}", info.first_offset, info.last_offset).unwrap();
@@ -158,10 +162,15 @@ fn verify(dir: &str, last_ack: i64) -> i64 {
             "acknowledged offset {last_ack} lost: log ends at {leo}"
         );
         assert_eq!(leo % 5, 0, "the log must end on a whole batch");
+        let shard = broker
+            .log()
+            .send(GetShards)
+            .await
+            .unwrap()
+            .for_partition(&tp());
         let mut offset = 0;
         while offset < leo {
-            let read = broker
-                .log()
+            let read = shard
                 .send(Read {
                     tp: tp(),
                     offset,
@@ -169,7 +178,6 @@ fn verify(dir: &str, last_ack: i64) -> i64 {
                     max_offset: None,
                 })
                 .await
-                .unwrap()
                 .unwrap();
             let bytes = read
                 .region

@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use ferrolog::actors::log_manager::shard::EnforceRetention;
 use ferrolog::actors::log_manager::{
-    Append, Close, CreateLog, GetLogOffsets, LogManager, LogManagerConfig, LogManagerError, Read,
-    RetentionTick, Roll,
+    Append, Close, CreateLog, GetLogOffsets, GetShards, LogManager, LogManagerConfig,
+    LogManagerError, Read, Roll, ShardLink,
 };
 use ferrolog::clock::{ManualClock, SharedClock, SystemClock};
 use ferrolog::storage::batch::EntryHeader;
@@ -45,6 +46,12 @@ async fn create_log(log: &actix::Addr<LogManager>, tp: &TopicPartition, config: 
     .unwrap();
 }
 
+/// The shard that owns `tp`: partition actors send it appends, reads and
+/// rolls directly, and so do these tests.
+async fn shard(log: &actix::Addr<LogManager>, tp: &TopicPartition) -> ShardLink {
+    log.send(GetShards).await.unwrap().for_partition(tp)
+}
+
 fn run<F: std::future::Future<Output = ()>>(f: F) {
     actix_rt::System::new().block_on(f);
 }
@@ -69,19 +76,23 @@ fn concurrent_appends_keep_per_partition_order() {
         let mut sends = Vec::new();
         for round in 0..50 {
             for tp in &tps {
-                let send = log.send(Append {
-                    tp: tp.clone(),
-                    records: bytes::Bytes::copy_from_slice(&batch[..]),
-                });
+                let send = shard(&log, tp)
+                    .await
+                    .dispatch_when_room(Append {
+                        tp: tp.clone(),
+                        records: bytes::Bytes::copy_from_slice(&batch[..]),
+                    })
+                    .await;
                 sends.push((tp.clone(), round, send));
             }
         }
         for (tp, round, send) in sends {
-            let info = send.await.unwrap().unwrap();
+            let info = send.await.unwrap();
             assert_eq!(info.first_offset, round * 4, "{tp} round {round}");
         }
         for tp in &tps {
-            let read = log
+            let read = shard(&log, tp)
+                .await
                 .send(Read {
                     tp: tp.clone(),
                     offset: 8,
@@ -89,7 +100,6 @@ fn concurrent_appends_keep_per_partition_order() {
                     max_offset: None,
                 })
                 .await
-                .unwrap()
                 .unwrap();
             let bytes = read.region.unwrap().read_to_vec().unwrap();
             assert_eq!(
@@ -120,13 +130,16 @@ fn placement_and_clean_restart() {
             let tp = TopicPartition::new("t", p);
             create_log(&log, &tp, LogConfig::default()).await;
             for _ in 0..=p {
-                log.send(Append {
-                    tp: tp.clone(),
-                    records: bytes::Bytes::copy_from_slice(&batch_v2(2, 10, Compression::Lz4)[..]),
-                })
-                .await
-                .unwrap()
-                .unwrap();
+                shard(&log, &tp)
+                    .await
+                    .send(Append {
+                        tp: tp.clone(),
+                        records: bytes::Bytes::copy_from_slice(
+                            &batch_v2(2, 10, Compression::Lz4)[..],
+                        ),
+                    })
+                    .await
+                    .unwrap();
             }
         }
         let count = |d: &Path| {
@@ -193,21 +206,22 @@ fn retention_by_time_on_a_manual_clock() {
         create_log(&log, &tp, config).await;
         for i in 0..10 {
             let batch = batch_v2_at(4, 200, 1_000_000 + i * 1000);
-            log.send(Append {
-                tp: tp.clone(),
-                records: bytes::Bytes::copy_from_slice(&batch[..]),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            shard(&log, &tp)
+                .await
+                .send(Append {
+                    tp: tp.clone(),
+                    records: bytes::Bytes::copy_from_slice(&batch[..]),
+                })
+                .await
+                .unwrap();
         }
-        let reports = log.send(RetentionTick).await.unwrap().unwrap();
+        let reports = shard(&log, &tp).await.send(EnforceRetention).await.unwrap();
         assert!(
             reports.iter().all(|(_, r)| r.deleted_segments == 0),
             "nothing is old yet"
         );
         clock.advance(120_000);
-        let reports = log.send(RetentionTick).await.unwrap().unwrap();
+        let reports = shard(&log, &tp).await.send(EnforceRetention).await.unwrap();
         let (_, report) = reports.iter().find(|(t, _)| *t == tp).unwrap();
         assert!(report.deleted_segments > 0);
         let offsets = log
@@ -218,15 +232,15 @@ fn retention_by_time_on_a_manual_clock() {
         assert_eq!(offsets.log_end_offset, 40);
         assert_eq!(offsets.log_start_offset, report.log_start_offset);
         assert!(offsets.log_start_offset > 0 && offsets.log_start_offset < 40);
-        let below = log
+        let below = shard(&log, &tp)
+            .await
             .send(Read {
                 tp: tp.clone(),
                 offset: 0,
                 max_bytes: 1024,
                 max_offset: None,
             })
-            .await
-            .unwrap();
+            .await;
         assert!(matches!(
             below,
             Err(LogManagerError::Log(
@@ -253,38 +267,42 @@ fn a_failing_partition_goes_offline_alone() {
         let healthy = TopicPartition::new("healthy", 0);
         for tp in [&doomed, &healthy] {
             create_log(&log, tp, LogConfig::default()).await;
-            log.send(Append {
-                tp: tp.clone(),
-                records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            shard(&log, tp)
+                .await
+                .send(Append {
+                    tp: tp.clone(),
+                    records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
+                })
+                .await
+                .unwrap();
         }
         std::fs::remove_dir_all(dir.path().join("doomed-0")).unwrap();
-        let rolled = log.send(Roll { tp: doomed.clone() }).await.unwrap();
+        let rolled = shard(&log, &doomed)
+            .await
+            .send(Roll { tp: doomed.clone() })
+            .await;
         assert!(
             matches!(rolled, Err(LogManagerError::PartitionOffline { .. })),
             "{rolled:?}"
         );
-        let again = log
+        let again = shard(&log, &doomed)
+            .await
             .send(Append {
                 tp: doomed.clone(),
                 records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
             })
-            .await
-            .unwrap();
+            .await;
         assert!(matches!(
             again,
             Err(LogManagerError::PartitionOffline { .. })
         ));
-        let info = log
+        let info = shard(&log, &healthy)
+            .await
             .send(Append {
                 tp: healthy.clone(),
                 records: bytes::Bytes::copy_from_slice(&batch_v2(1, 10, Compression::None)[..]),
             })
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(info.first_offset, 1);
         log.send(Close).await.unwrap().unwrap();
@@ -306,15 +324,20 @@ fn a_roll_is_flushed_off_the_shard_thread() {
         let tp = TopicPartition::new("rolling", 0);
         create_log(&log, &tp, LogConfig::default()).await;
         for _ in 0..4 {
-            log.send(Append {
-                tp: tp.clone(),
-                records: batch_v2(5, 100, Compression::None),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            shard(&log, &tp)
+                .await
+                .send(Append {
+                    tp: tp.clone(),
+                    records: batch_v2(5, 100, Compression::None),
+                })
+                .await
+                .unwrap();
         }
-        log.send(Roll { tp: tp.clone() }).await.unwrap().unwrap();
+        shard(&log, &tp)
+            .await
+            .send(Roll { tp: tp.clone() })
+            .await
+            .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let offsets = log
@@ -356,4 +379,42 @@ fn no_log_is_created_after_close() {
     assert!(dir.path().join(CLEAN_SHUTDOWN_FILE).exists());
     assert!(dir.path().join("before-0").is_dir());
     assert!(!dir.path().join("late-0").exists());
+}
+
+/// A shard frees a place in its in-flight window when it answers, whether or
+/// not the answer has been read yet: a sender holding many unread replies can
+/// still send (a partition actor waiting for room does not poll its earlier
+/// answers, and would otherwise wait forever).
+#[test]
+fn unread_answers_give_their_place_in_the_window_back() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async {
+        let log = default_log_manager(dir.path()).await;
+        let tp = TopicPartition::new("unread", 0);
+        create_log(&log, &tp, LogConfig::default()).await;
+        let link = shard(&log, &tp).await;
+        // Four times the window (8), every reply held and not yet polled.
+        let sending = async {
+            let mut unread = Vec::new();
+            for _ in 0..32 {
+                unread.push(
+                    link.dispatch_when_room(Append {
+                        tp: tp.clone(),
+                        records: batch_v2(1, 10, Compression::None),
+                    })
+                    .await,
+                );
+            }
+            unread
+        };
+        let unread = tokio::time::timeout(std::time::Duration::from_secs(10), sending)
+            .await
+            .expect("the window never freed");
+        for (i, reply) in unread.into_iter().enumerate() {
+            assert_eq!(reply.await.unwrap().first_offset, i as i64);
+        }
+        let offsets = link.send(GetLogOffsets { tp: tp.clone() }).await.unwrap();
+        assert_eq!(offsets.log_end_offset, 32);
+        log.send(Close).await.unwrap().unwrap();
+    });
 }

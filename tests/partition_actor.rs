@@ -92,14 +92,15 @@ fn a_restarted_partition_rebuilds_its_state_from_the_log() {
     actix_rt::System::new().block_on(async {
         let (log, tp, partition) = partition_on_a_new_log(dir.path(), "supervised").await;
         let batch = batch_v2(5, 10, Compression::None);
+        let shard = log.send(GetShards).await.unwrap().for_partition(&tp);
         for _ in 0..2 {
-            log.send(Append {
-                tp: tp.clone(),
-                records: batch.clone(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+            shard
+                .send(Append {
+                    tp: tp.clone(),
+                    records: batch.clone(),
+                })
+                .await
+                .unwrap();
         }
         assert_eq!(
             partition.addr.send(GetState).await.unwrap().log_end_offset,

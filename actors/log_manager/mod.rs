@@ -4,8 +4,9 @@
 //! periodic duties: retention, time-based flushes, checkpoint files, and
 //! retrying partitions a disk fault took offline. Partition actors get a
 //! `ShardLink` from it and send their appends and reads straight to their
-//! shard; everyone else may send the same typed messages here and they are
-//! forwarded. Every send goes through the shard's bounded in-flight window.
+//! shard; the controller's `LogAdmin` requests (offsets, topic id, config)
+//! are forwarded, and tests use `GetShards` too. Every send goes through
+//! the shard's bounded in-flight window.
 //!
 //! It never touches a data file itself (shards do), never blocks its reactor
 //! thread on disk I/O, and never holds partition state that a restart would
@@ -28,15 +29,17 @@ use crate::topic_partition::TopicPartition;
 
 pub mod shard;
 
+#[cfg(any(test, feature = "internals"))]
+pub use shard::{Append, Roll};
 pub use shard::{
-    Append, AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId,
-    CheckpointEntry, DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets,
-    OffsetForTimestamp, Read, ReplicaLog, Roll, SetHighWatermark, SwapCleaned, TakeCleanable,
-    Truncate, TruncateFully, UpdateLogConfig,
+    AppendAsFollower, AppendDeferringFlush, AssignLeaderEpoch, AssignTopicId, CheckpointEntry,
+    DeleteRecordsBefore, EndOffsetForEpoch, Flush, GetLogOffsets, LogOffsets, OffsetForTimestamp,
+    Read, ReplicaLog, SetHighWatermark, SwapCleaned, TakeCleanable, Truncate, TruncateFully,
+    UpdateLogConfig,
 };
 use shard::{
     CloseAll, ClosedLogs, CollectCheckpoints, CreateShardLog, DeleteShardLog, DescribeShardLogs,
-    EnforceRetention, FlushDueLogs, LogShard, OpenLog, PartitionRequest, ReopenOffline,
+    EnforceRetention, FlushDueLogs, LogShard, OpenLog, PartitionRequest, Permitted, ReopenOffline,
 };
 
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
@@ -162,7 +165,7 @@ impl ShardLink {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             return Err(msg);
@@ -176,7 +179,7 @@ impl ShardLink {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         match self.in_flight.clone().acquire_owned().await {
             Ok(permit) => self.enqueue(msg, permit),
@@ -191,45 +194,43 @@ impl ShardLink {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
-        // A fresh sender is never parked, so this enqueues now.
-        let request = self.addr.clone().send(msg);
         let index = self.index;
-        // The place in the window is given back once the shard answers,
-        // whether or not the sender is polling for the answer: a partition
-        // actor waiting for room (`ctx.wait`) does not poll its earlier
-        // answers, and would wait forever on places only they could free.
-        let (answer, answered) = tokio::sync::oneshot::channel();
-        actix_rt::spawn(async move {
-            let reply = request.await;
-            drop(permit);
-            let _ = answer.send(reply);
-        });
+        let (reply, answered) = tokio::sync::oneshot::channel();
+        // `do_send` enqueues now and in order (the window is the bound).
+        // The shard answers through `reply` and gives the place in the
+        // window back as it does, whether or not the sender polls for the
+        // answer: a partition actor waiting for room (`ctx.wait`) does not
+        // poll its earlier answers, and would wait forever on places only
+        // they could free. A shard that is gone drops the message, and
+        // with it the permit and the reply.
+        self.addr
+            .do_send::<Permitted>(Permitted(Box::new(move |shard, ctx| {
+                let answer = <LogShard as Handler<M>>::handle(shard, msg, ctx);
+                // The sender may have stopped waiting: the answer is unread.
+                let _ = reply.send(answer);
+                drop(permit);
+            })));
         Box::pin(async move {
-            match answered.await {
-                Ok(reply) => reply.map_err(|_| LogManagerError::ShardGone(index))?,
-                Err(_) => Err(LogManagerError::ShardGone(index)),
-            }
+            answered
+                .await
+                .unwrap_or(Err(LogManagerError::ShardGone(index)))
         })
     }
 
     /// Send `msg` without waiting for its answer, enqueued now when the
     /// window has room (so it stays in order with the sender's earlier
-    /// messages). The answer is still awaited, on a task of its own:
-    /// actix skips a message whose answer nobody awaits.
+    /// messages), else once there is room, from a task of its own. The
+    /// shard handles it either way: its answer is simply not read.
     pub fn send_detached<M, T>(&self, msg: M)
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         match self.try_dispatch(msg) {
-            Ok(reply) => {
-                actix_rt::spawn(async move {
-                    let _ = reply.await;
-                });
-            }
+            Ok(_unread) => {}
             Err(msg) => {
                 let link = self.clone();
                 actix_rt::spawn(async move {
@@ -244,7 +245,7 @@ impl ShardLink {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         self.dispatch_when_room(msg).await.await
     }
@@ -269,7 +270,7 @@ impl LogShards {
     where
         M: Message<Result = Result<Vec<T>, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<Vec<T>, LogManagerError>>,
     {
         let replies = self.broadcast(make);
         async move {
@@ -289,7 +290,7 @@ impl LogShards {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         let sends: Vec<_> = self
             .0
@@ -412,7 +413,7 @@ impl LogManager {
     where
         M: PartitionRequest + Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         let shard = self.shards.for_partition(msg.tp());
         async move { shard.send(msg).await }
@@ -586,23 +587,9 @@ macro_rules! forwarded {
     };
 }
 
-forwarded!(
-    Append,
-    Read,
-    OffsetForTimestamp,
-    GetLogOffsets,
-    Flush,
-    Roll,
-    Truncate,
-    TruncateFully,
-    AppendAsFollower,
-    AssignLeaderEpoch,
-    AssignTopicId,
-    EndOffsetForEpoch,
-    SetHighWatermark,
-    DeleteRecordsBefore,
-    UpdateLogConfig,
-);
+// Only what the controller's `LogAdmin` sends; partition actors and tests
+// send the rest straight to the partition's shard (`GetShards`).
+forwarded!(GetLogOffsets, AssignTopicId, UpdateLogConfig);
 
 /// Every shard, for actors that talk to their shard directly.
 #[derive(Debug)]
@@ -774,56 +761,6 @@ fn file_system_space(path: &std::path::Path) -> std::io::Result<(i64, i64)> {
         (stat.f_blocks as i64).saturating_mul(block),
         (stat.f_bavail as i64).saturating_mul(block),
     ))
-}
-
-/// Run one retention pass now (the timer does this every
-/// `log.retention.check.interval.ms`).
-#[derive(Debug)]
-pub struct RetentionTick;
-
-impl Message for RetentionTick {
-    type Result = Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>;
-}
-
-impl Handler<RetentionTick> for LogManager {
-    type Result = ResponseFuture<Result<Vec<(TopicPartition, RetentionReport)>, LogManagerError>>;
-
-    fn handle(&mut self, _msg: RetentionTick, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.shards.gather(|| EnforceRetention))
-    }
-}
-
-/// Try to bring offline partitions back now (the timer does this every
-/// `offline_retry_interval_ms`); answers those that came back.
-#[derive(Debug)]
-pub struct RetryOffline;
-
-impl Message for RetryOffline {
-    type Result = Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>;
-}
-
-impl Handler<RetryOffline> for LogManager {
-    type Result = ResponseFuture<Result<Vec<(TopicPartition, LogOffsets)>, LogManagerError>>;
-
-    fn handle(&mut self, _msg: RetryOffline, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.shards.gather(|| ReopenOffline))
-    }
-}
-
-/// Write the checkpoint files now.
-#[derive(Debug)]
-pub struct WriteCheckpoints;
-
-impl Message for WriteCheckpoints {
-    type Result = Result<(), LogManagerError>;
-}
-
-impl Handler<WriteCheckpoints> for LogManager {
-    type Result = ResponseFuture<Result<(), LogManagerError>>;
-
-    fn handle(&mut self, _msg: WriteCheckpoints, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.checkpoint())
-    }
 }
 
 /// Flush and close every log, write the checkpoints and the clean-shutdown

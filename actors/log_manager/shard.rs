@@ -5,7 +5,9 @@
 //!
 //! It never lets a disk error or a panic on one partition escape: the
 //! partition is marked offline with a log line and the shard keeps serving the
-//! others. Only the log manager (`actors/log.rs`) talks to it.
+//! others. Every message arrives through a `ShardLink` (`mod.rs`), wrapped in
+//! `Permitted` with its place in the shard's in-flight window, from the log
+//! manager or straight from a partition actor.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -354,6 +356,28 @@ fn checkpoint_of(log: &PartitionLog) -> CheckpointEntry {
     }
 }
 
+/// A message bound with its place in the shard's in-flight window and the
+/// way back for its answer (`ShardLink::enqueue`): run on the shard's
+/// thread, it handles the message, answers, and drops the place, so the
+/// window frees there, with no task relaying the answer. A closure, not a
+/// generic `Handler`, so any message type rides in the same envelope.
+pub struct Permitted(pub PermittedTask);
+
+/// One message's handling, run on the shard's thread.
+pub type PermittedTask = Box<dyn FnOnce(&mut LogShard, &mut SyncContext<LogShard>) + Send>;
+
+impl Message for Permitted {
+    type Result = ();
+}
+
+impl Handler<Permitted> for LogShard {
+    type Result = ();
+
+    fn handle(&mut self, permitted: Permitted, ctx: &mut SyncContext<Self>) {
+        (permitted.0)(self, ctx)
+    }
+}
+
 impl Actor for LogShard {
     type Context = SyncContext<Self>;
 
@@ -444,19 +468,8 @@ pub trait PartitionRequest {
 }
 
 partition_request!(
-    /// Validate, assign offsets to and append a producer's record set.
-    Append { records: Bytes } -> AppendInfo,
-    |log, now, msg| {
-        fail::fail_point!("shard.append", |_| Err(LogError::io(
-            log.dir(),
-            std::io::Error::from_raw_os_error(libc::EIO)
-        )));
-        log.append(msg.records, now)
-    }
-);
-
-partition_request!(
-    /// As `Append`, but a flush the policy asks for is left to the sender
+    /// Validate, assign offsets to and append a producer's record set (as
+    /// the leader), leaving a flush the policy asks for to the sender
     /// (`AppendInfo::flush_due`), who sends one `Flush` for many appends.
     /// The batches are stamped with `leader_epoch`, the sender's epoch in
     /// force (-1: the cache's latest).
@@ -487,6 +500,34 @@ partition_request!(
     }
 );
 
+/// What only tests send: an append that flushes as its policy says on the
+/// shard thread, and a roll on demand. Production appends with
+/// `AppendDeferringFlush` and rolls by size and time.
+#[cfg(any(test, feature = "internals"))]
+mod test_only {
+    use super::*;
+
+    partition_request!(
+        /// Validate, assign offsets to and append a producer's record set.
+        Append { records: Bytes } -> AppendInfo,
+        |log, now, msg| {
+            fail::fail_point!("shard.append", |_| Err(LogError::io(
+                log.dir(),
+                std::io::Error::from_raw_os_error(libc::EIO)
+            )));
+            log.append(msg.records, now)
+        }
+    );
+
+    partition_request!(
+        /// Start a new active segment.
+        Roll {} -> (),
+        |log, now, msg| log.roll(now)
+    );
+}
+#[cfg(any(test, feature = "internals"))]
+pub use test_only::{Append, Roll};
+
 /// ListOffsets' "the record with the largest timestamp".
 pub const MAX_TIMESTAMP: i64 = -3;
 
@@ -504,12 +545,6 @@ partition_request!(
         log.flush(now)?;
         Ok(log.recovery_point())
     }
-);
-
-partition_request!(
-    /// Start a new active segment.
-    Roll {} -> (),
-    |log, now, msg| log.roll(now)
 );
 
 partition_request!(

@@ -475,7 +475,7 @@ impl PartitionActor {
     where
         M: Message<Result = Result<T, LogManagerError>> + Send + 'static,
         T: Send + 'static,
-        LogShard: Handler<M>,
+        LogShard: Handler<M, Result = Result<T, LogManagerError>>,
     {
         match self.shard.try_dispatch(msg) {
             Ok(reply) => reply,

@@ -327,6 +327,8 @@ impl PartitionLog {
 
     /// Validate a producer's record set, give it offsets and append it;
     /// flush first if the flush policy says so.
+    // The broker appends through `append_as_leader`; tests and benches here.
+    #[cfg(any(test, feature = "internals"))]
     pub fn append(
         &mut self,
         records: impl Into<Bytes>,
@@ -343,6 +345,8 @@ impl PartitionLog {
     /// As `append`, but a flush the policy asks for is only reported
     /// (`flush_due`): the caller flushes once for several appends (group
     /// commit) and holds their acknowledgements until then.
+    // The broker appends through `append_as_leader`; tests and benches here.
+    #[cfg(any(test, feature = "internals"))]
     pub fn append_deferring_flush(
         &mut self,
         records: impl Into<Bytes>,
