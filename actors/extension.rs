@@ -37,7 +37,7 @@ use crate::actors::supervisor::{supervise, ChildSpec, Escalation};
 use crate::clock::SharedClock;
 use crate::cluster::MetadataCache;
 use crate::group::records::OffsetAndMetadata;
-use crate::protocol::records::{decode_entries, encode_batch};
+use crate::storage::records::{decode_entries, encode_batch};
 use crate::topic_partition::TopicPartition;
 
 /// An actor a broker runs beside its own. Implement it, build the broker
@@ -114,7 +114,7 @@ impl ExtensionError {
 const EXTENSION_PRODUCE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A record an extension produces: key, value (None: a tombstone), headers.
-pub use crate::protocol::records::NewRecord as ProducedRecord;
+pub use crate::storage::records::NewRecord as ProducedRecord;
 
 /// A committed record as an extension reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]

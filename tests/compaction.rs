@@ -506,7 +506,7 @@ fn keyless_records_are_refused_on_compacted_topics() {
         ferrolog::storage::testing::keyed_batch(&[("a", Some("1"))], 1_000, Compression::None);
     let mut records = ferrolog::storage::testing::records(3, 4);
     records[2].key = None;
-    let keyless = ferrolog::protocol::records::encode_records(&records).unwrap();
+    let keyless = ferrolog::storage::records::encode_records(&records).unwrap();
     let request = ProduceRequest::default()
         .with_acks(1)
         .with_timeout_ms(5_000)
@@ -651,7 +651,7 @@ fn compaction_keeps_each_producers_last_batch() {
             record.sequence = first_sequence + i as i32;
             record.key = Some(Bytes::from(keys[i]));
         }
-        let batch = ferrolog::protocol::records::encode_records(&records).unwrap();
+        let batch = ferrolog::storage::records::encode_records(&records).unwrap();
         log.append(batch, 1_000).unwrap();
     }
     write_rounds(&mut log, 10, 2_000);

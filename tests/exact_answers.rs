@@ -207,7 +207,7 @@ fn produce_at(
         .iter()
         .enumerate()
         .map(|(i, &ts)| {
-            ferrolog::protocol::records::data_record(
+            ferrolog::storage::records::data_record(
                 i,
                 ts,
                 None,
@@ -216,7 +216,7 @@ fn produce_at(
             )
         })
         .collect();
-    let batch = ferrolog::protocol::records::encode_records(&records).expect("batch");
+    let batch = ferrolog::storage::records::encode_records(&records).expect("batch");
     let response: ProduceResponse = raw_request(
         bootstrap,
         ApiKey::Produce,

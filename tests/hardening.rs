@@ -1089,7 +1089,7 @@ fn a_client_that_stops_reading_is_disconnected() {
 /// test batches stamp 1,000,000), MAX_TIMESTAMP (-3) still answers offset 1.
 #[test]
 fn list_offsets_by_timestamp_finds_records_inside_a_batch() {
-    use ferrolog::protocol::records::{data_record, encode_records};
+    use ferrolog::storage::records::{data_record, encode_records};
     use kafka_protocol::indexmap::IndexMap;
     use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};

@@ -9,7 +9,10 @@
 //!   (`std::fs`): every data file goes through them;
 //! - request handlers in `src/api` reach the metadata store only for
 //!   OffsetCommit/OffsetFetch v0 (`zookeeper_offsets.rs`; `mod.rs` holds the
-//!   context field it reads).
+//!   context field it reads);
+//! - the storage engine knows nothing of the wire layer above it (no
+//!   `crate::protocol`, `crate::api`, `crate::net`), and its files use each
+//!   other without a circle, so each can be read bottom-up.
 //!
 //! Comments are not code: a line whose text starts with `//` is skipped.
 
@@ -145,5 +148,134 @@ fn request_handlers_reach_the_metadata_store_only_for_v0_offsets() {
         hits.is_empty(),
         "a handler uses the metadata store:\n{}",
         hits.join("\n")
+    );
+}
+
+#[test]
+fn storage_knows_nothing_of_the_wire_layer() {
+    let needles = ["crate::protocol", "crate::api", "crate::net"];
+    assert_rule_fires(&needles, "use crate::protocol::records::encode_batch;");
+    let files = rust_files(&root().join("src").join("storage"));
+    assert!(files.len() >= 10, "only {} files read", files.len());
+    let hits = code_lines_containing(&files, &needles);
+    assert!(
+        hits.is_empty(),
+        "storage reaches up to the wire layer:\n{}",
+        hits.join("\n")
+    );
+}
+
+/// The sibling modules `text` (one storage file, its unit tests left out)
+/// uses, by `super::name` or `crate::storage::name`.
+fn storage_modules_used(text: &str, siblings: &[String]) -> Vec<String> {
+    let code: String = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    siblings
+        .iter()
+        .filter(|name| {
+            [
+                format!("super::{name}::"),
+                format!("crate::storage::{name}::"),
+            ]
+            .iter()
+            .chain([format!("super::{name}}}"), format!("super::{name};")].iter())
+            .any(|path| code.contains(path.as_str()))
+                || code.contains(&format!("super::{{{name}"))
+        })
+        .cloned()
+        .collect()
+}
+
+/// A circle in `uses` (module -> modules it uses), as the modules on it.
+fn find_circle(uses: &std::collections::BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        module: &str,
+        uses: &std::collections::BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|m| m == module) {
+            let mut circle = path[start..].to_vec();
+            circle.push(module.to_string());
+            return Some(circle);
+        }
+        if done.contains(module) {
+            return None;
+        }
+        path.push(module.to_string());
+        for next in uses.get(module).into_iter().flatten() {
+            if let Some(circle) = visit(next, uses, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(module.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    uses.keys()
+        .find_map(|module| visit(module, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn storage_files_use_each_other_without_a_circle() {
+    let planted: std::collections::BTreeMap<String, Vec<String>> = [
+        ("a".to_string(), vec!["b".to_string()]),
+        ("b".to_string(), vec!["a".to_string()]),
+    ]
+    .into_iter()
+    .collect();
+    assert!(
+        find_circle(&planted).is_some(),
+        "a planted circle is missed"
+    );
+    let siblings = vec!["error".to_string(), "batch".to_string()];
+    assert_eq!(
+        storage_modules_used(
+            "use super::error::LogError;\n// super::batch::X\n",
+            &siblings
+        ),
+        vec!["error".to_string()],
+        "a use is missed or a comment counted"
+    );
+
+    let storage = root().join("src").join("storage");
+    let files: Vec<PathBuf> = rust_files(&storage)
+        .into_iter()
+        .filter(|path| path.file_name().is_some_and(|name| name != "mod.rs"))
+        .collect();
+    let siblings: Vec<String> = files
+        .iter()
+        .filter_map(|path| path.file_stem())
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .collect();
+    assert!(siblings.len() >= 10, "only {} files read", siblings.len());
+    let uses: std::collections::BTreeMap<String, Vec<String>> = files
+        .iter()
+        .zip(&siblings)
+        .map(|(path, name)| {
+            let text = std::fs::read_to_string(path).expect("a readable source file");
+            let used = storage_modules_used(&text, &siblings)
+                .into_iter()
+                .filter(|used| used != name)
+                .collect();
+            (name.clone(), used)
+        })
+        .collect();
+    assert!(
+        uses.get("log")
+            .is_some_and(|used| used.contains(&"segment".to_string())),
+        "log.rs's use of segment.rs is missed: {uses:?}"
+    );
+    assert_eq!(
+        find_circle(&uses),
+        None,
+        "storage files in a circle: {uses:?}"
     );
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{admin, admin_options, block_on, client_config, BrokerProcess};
-use ferrolog::protocol::records::{encode_batch, NewRecord};
+use ferrolog::storage::records::{encode_batch, NewRecord};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };

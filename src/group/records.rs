@@ -12,7 +12,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::state::{GroupSnapshot, MemberSnapshot};
-use crate::protocol::records::{self as batch, NewRecord};
+use crate::storage::records::{self as batch, NewRecord};
 use crate::topic_partition::TopicPartition;
 
 /// A committed offset.

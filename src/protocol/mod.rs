@@ -8,7 +8,6 @@
 //! It never hand-writes a message codec: every message goes through
 //! `kafka-protocol`.
 
-pub mod records;
 pub mod splice;
 
 use bytes::{Buf, Bytes, BytesMut};

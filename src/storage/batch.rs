@@ -335,6 +335,29 @@ impl EntryPrefix {
     }
 }
 
+/// One v2 record batch (`entry`, log overhead included) written again with
+/// `compression`: every record and its batch fields (producer id, epoch and
+/// sequence, transactional and control flags, timestamps) kept; offsets
+/// are assigned afterwards as for any append. The error is the codec's.
+fn recompress_batch(
+    entry: &[u8],
+    compression: kafka_protocol::records::Compression,
+) -> Result<Bytes, String> {
+    let mut bytes = Bytes::copy_from_slice(entry);
+    let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| e.to_string())?;
+    let mut buf = BytesMut::new();
+    kafka_protocol::records::RecordBatchEncoder::encode(
+        &mut buf,
+        set.records.iter(),
+        &kafka_protocol::records::RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(buf.freeze())
+}
+
 /// The entries of `records` as the topic's `compression.type` wants them
 /// stored (Kafka's LogValidator): a v2 batch with another codec is written
 /// again with `target`; legacy (v0/v1) entries are kept as sent. Answers
@@ -356,13 +379,9 @@ pub fn recompress(
             available: records.len() - position,
         })?;
         if header.magic == 2 && header.compression != target_id {
-            let written =
-                crate::protocol::records::recompress_batch(entry, target).map_err(|e| {
-                    BatchError::Undecodable {
-                        position,
-                        reason: e.to_string(),
-                    }
-                })?;
+            let written = recompress_batch(entry, target).map_err(|reason| {
+                BatchError::Undecodable { position, reason }
+            })?;
             out.extend_from_slice(&written);
             changed = true;
         } else {

@@ -564,7 +564,7 @@ fn rewrite_v2(header: &EntryHeader, records: &[Record]) -> Result<Vec<u8>, LogEr
         _ => Compression::None,
     };
     let encoded =
-        crate::protocol::records::encode_records_with(records, compression).map_err(|e| {
+        super::records::encode_records_with(records, compression).map_err(|e| {
             LogError::InvalidBatch(batch::BatchError::Undecodable {
                 position: 0,
                 reason: format!("re-encoding a cleaned batch: {}", e.0),

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use kafka_protocol::error::ResponseError;
 
 use super::batch::BatchError;
-use super::producer_state::ProducerStateError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -29,7 +28,7 @@ pub enum LogError {
     InvalidBatch(#[from] BatchError),
     /// An idempotent producer's batch refused (epoch or sequence).
     #[error(transparent)]
-    Producer(#[from] super::producer_state::ProducerStateError),
+    Producer(#[from] ProducerStateError),
     #[error("log dir {path} is in use by another process (its .lock is held)")]
     DirInUse { path: PathBuf },
     /// The log belongs to another topic of the same name (one deleted and
@@ -99,4 +98,32 @@ impl LogError {
             | LogError::DirInUse { .. } => ResponseError::KafkaStorageError.code(),
         }
     }
+}
+
+/// Why a producer's batch is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerStateError {
+    #[error("epoch {epoch} of producer {producer_id} is older than its current epoch {current}")]
+    InvalidProducerEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current: i16,
+    },
+    #[error(
+        "out of order sequence number for producer {producer_id}: {first_sequence} (incoming), \
+         {last_sequence} (current end)"
+    )]
+    OutOfOrderSequence {
+        producer_id: i64,
+        first_sequence: i32,
+        last_sequence: i32,
+    },
+    #[error(
+        "invalid sequence number {first_sequence} for new epoch {epoch} of producer {producer_id}"
+    )]
+    InvalidSequenceForNewEpoch {
+        producer_id: i64,
+        epoch: i16,
+        first_sequence: i32,
+    },
 }

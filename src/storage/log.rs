@@ -1423,7 +1423,7 @@ fn sync_dir(path: &Path) -> Result<(), LogError> {
 mod tests {
     use super::*;
     use crate::storage::config::TimestampType;
-    use crate::storage::producer_state::ProducerStateError;
+    use crate::storage::error::ProducerStateError;
     use crate::storage::testing::{batch_v2, batch_v2_at, batch_v2_idempotent};
     use bytes::BytesMut;
     use kafka_protocol::records::Compression;

@@ -2,7 +2,7 @@
 //! checkpoint files and crash recovery, in Kafka's on-disk formats.
 //!
 //! Architecture invariant: nothing here knows about actix, sockets or the
-//! Kafka request layer. Only the log manager (`actors/log.rs`) calls into it,
+//! Kafka request layer. Only the log manager (`actors/log_manager/`) calls into it for data files,
 //! and it reads no clock: time comes in as `now_ms`.
 
 pub mod batch;
@@ -16,6 +16,7 @@ pub mod log;
 pub mod log_dir;
 pub mod partition_metadata;
 pub mod producer_state;
+pub mod records;
 pub mod segment;
 #[cfg(any(test, feature = "internals"))]
 pub mod testing;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::batch::ProducerFields;
 use super::checkpoint::write_bytes_durably;
-use super::error::LogError;
+use super::error::{LogError, ProducerStateError};
 
 pub const NO_PRODUCER_EPOCH: i16 = -1;
 const NO_SEQUENCE: i32 = -1;
@@ -34,34 +34,6 @@ const SNAPSHOT_VERSION: i16 = 1;
 const SNAPSHOT_ENTRY_LEN: usize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8;
 /// Version, CRC, entry count.
 const SNAPSHOT_HEADER_LEN: usize = 2 + 4 + 4;
-
-/// Why a producer's batch is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProducerStateError {
-    #[error("epoch {epoch} of producer {producer_id} is older than its current epoch {current}")]
-    InvalidProducerEpoch {
-        producer_id: i64,
-        epoch: i16,
-        current: i16,
-    },
-    #[error(
-        "out of order sequence number for producer {producer_id}: {first_sequence} (incoming), \
-         {last_sequence} (current end)"
-    )]
-    OutOfOrderSequence {
-        producer_id: i64,
-        first_sequence: i32,
-        last_sequence: i32,
-    },
-    #[error(
-        "invalid sequence number {first_sequence} for new epoch {epoch} of producer {producer_id}"
-    )]
-    InvalidSequenceForNewEpoch {
-        producer_id: i64,
-        epoch: i16,
-        first_sequence: i32,
-    },
-}
 
 /// One batch of a producer, with the offsets it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ pub fn records_at(count: usize, value_len: usize, first_timestamp: i64) -> Vec<R
                 StrBytes::from_static_str("h"),
                 Some(Bytes::from_static(b"v")),
             );
-            crate::protocol::records::data_record(
+            super::records::data_record(
                 i,
                 first_timestamp + i as i64,
                 Some(Bytes::from(format!("k{i}"))),
@@ -96,7 +96,7 @@ pub fn keyed_batch(
         .iter()
         .enumerate()
         .map(|(i, (key, value))| {
-            crate::protocol::records::data_record(
+            super::records::data_record(
                 i,
                 first_timestamp + i as i64,
                 Some(Bytes::copy_from_slice(key.as_bytes())),

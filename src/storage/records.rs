@@ -2,7 +2,8 @@
 //! offsets, extension records): encode one uncompressed v2 batch, and
 //! decode a run of log entries (as a read returns them) into records.
 //! Both go through `kafka-protocol`'s batch codec; only the entry framing
-//! comes from `storage::batch`.
+//! comes from `batch`. Recompression on append and the cleaner's rewrite use
+//! the same codec, so storage needs nothing from the wire layer.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -11,7 +12,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-use crate::storage::batch::{EntryHeader, LOG_OVERHEAD};
+use super::batch::{EntryHeader, LOG_OVERHEAD};
 
 /// A record to write: key, value (None: a tombstone) and headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,27 +87,6 @@ pub fn encode_records_with(
     RecordBatchEncoder::encode(
         &mut buf,
         records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .map_err(|e| RecordBatchError(e.to_string()))?;
-    Ok(buf.freeze())
-}
-
-/// One v2 record batch (`entry`, log overhead included) written again with
-/// `compression`: every record and its batch fields (producer id, epoch and
-/// sequence, transactional and control flags, timestamps) kept; offsets
-/// are assigned afterwards as for any append.
-pub fn recompress_batch(entry: &[u8], compression: Compression) -> Result<Bytes, RecordBatchError> {
-    let mut bytes = Bytes::copy_from_slice(entry);
-    let set =
-        RecordBatchDecoder::decode(&mut bytes).map_err(|e| RecordBatchError(e.to_string()))?;
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        set.records.iter(),
         &RecordEncodeOptions {
             version: 2,
             compression,
