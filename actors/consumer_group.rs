@@ -312,6 +312,7 @@ impl ConsumerGroup {
             // Kafka's offsets.commit.required.acks=-1: a commit or a group
             // state is answered once every ISR member has it.
             Ok(batch) => Ok(self.log.addr.clone().send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch,
                 acks: Acks::All {
                     timeout: GROUP_WRITE_TIMEOUT,

@@ -28,7 +28,8 @@ use crate::actors::controller::{ControllerError, CreateTopic};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
 use crate::actors::partition::{
-    GetState, PartitionRegistry, ProduceError, ProducePath, ReadRecords, RequiredAcks,
+    GetReplicaState, GetState, PartitionHandle, PartitionRegistry, ProduceError, ProducePath,
+    ReadRecords, RequiredAcks,
 };
 use crate::actors::pool::ActorPool;
 /// An extension's handle on its own supervision (`ExtensionContext::supervision`).
@@ -155,6 +156,15 @@ pub struct CommittedRead {
     pub log_start_offset: i64,
 }
 
+/// This broker's leadership of a partition (`ExtensionContext::leadership`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    /// The leader epoch: `produce_in_epoch` and `read_leader_log` fence on it.
+    pub leader_epoch: i32,
+    /// The leader's log end offset.
+    pub log_end_offset: i64,
+}
+
 /// What an extension may reach. Cheap to clone.
 #[derive(Clone)]
 pub struct ExtensionContext {
@@ -258,14 +268,18 @@ impl ExtensionContext {
         if self.metadata.topic(topic).is_some() {
             return Ok(());
         }
-        let create = CreateTopic {
+        self.create_topic(CreateTopic {
             name: topic.to_string(),
             num_partitions: partitions,
             replication_factor: -1,
             assignments: Default::default(),
             configs,
             validate_only: false,
-        };
+        })
+        .await
+    }
+
+    async fn create_topic(&self, create: CreateTopic) -> Result<(), ExtensionError> {
         match self.topics.send(create).await {
             Ok(Ok(_)) | Ok(Err(ControllerError::AlreadyExists(_))) => Ok(()),
             Ok(Err(e)) => Err(ExtensionError::Kafka {
@@ -277,6 +291,40 @@ impl ExtensionContext {
         }
     }
 
+    /// Create `topic` unless it exists, with `like`'s partitions on the same
+    /// replicas in the same order (Kafka Streams' co-partitioning): each
+    /// partition's preferred leader is the same broker in both, so an
+    /// extension copying partition p of `like` into p of `topic` finds both
+    /// led by one broker (after a failover, once preferred leaders are
+    /// elected again).
+    pub async fn ensure_copartitioned_topic(
+        &self,
+        topic: &str,
+        like: &str,
+        configs: Vec<(String, String)>,
+    ) -> Result<(), ExtensionError> {
+        if self.metadata.topic(topic).is_some() {
+            return Ok(());
+        }
+        let assignments = self
+            .metadata
+            .topic(like)
+            .ok_or_else(|| ExtensionError::UnknownPartition(TopicPartition::new(like, 0)))?
+            .partitions
+            .iter()
+            .map(|(partition, state)| (*partition, state.replicas.clone()))
+            .collect();
+        self.create_topic(CreateTopic {
+            name: topic.to_string(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments,
+            configs,
+            validate_only: false,
+        })
+        .await
+    }
+
     /// Append `records` to `tp` as one batch through a client's path
     /// (`ProducePath`): acks=all with `min.insync.replicas`, internal topics
     /// refused; answers the first offset once every ISR member has it. Only
@@ -286,15 +334,39 @@ impl ExtensionContext {
         tp: &TopicPartition,
         records: &[ProducedRecord],
     ) -> Result<i64, ExtensionError> {
+        self.append(tp, records, -1).await
+    }
+
+    /// As `produce`, refused (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER)
+    /// unless this broker still leads `tp` in `leader_epoch`, the epoch of
+    /// a `leadership` or `read_leader_log` that told the extension what the
+    /// log holds: an append decided on that knowledge lands only while it
+    /// is still true.
+    pub async fn produce_in_epoch(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+        records: &[ProducedRecord],
+    ) -> Result<i64, ExtensionError> {
+        self.append(tp, records, leader_epoch).await
+    }
+
+    async fn append(
+        &self,
+        tp: &TopicPartition,
+        records: &[ProducedRecord],
+        current_leader_epoch: i32,
+    ) -> Result<i64, ExtensionError> {
         let batch = encode_batch(records, self.clock.now_ms())
             .map_err(|e| ExtensionError::Records(e.to_string()))?;
         let appended = self
             .produce_path
-            .append(
+            .append_in_epoch(
                 tp.clone(),
                 Some(batch),
                 RequiredAcks::ALL,
                 EXTENSION_PRODUCE_TIMEOUT,
+                current_leader_epoch,
             )
             .await;
         match appended {
@@ -312,12 +384,16 @@ impl ExtensionContext {
         }
     }
 
+    /// `tp`'s replica on this broker.
+    fn local_partition(&self, tp: &TopicPartition) -> Result<PartitionHandle, ExtensionError> {
+        self.partitions
+            .get(tp)
+            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))
+    }
+
     /// `tp`'s high watermark and log start offset.
     pub async fn offsets(&self, tp: &TopicPartition) -> Result<PartitionOffsets, ExtensionError> {
-        let handle = self
-            .partitions
-            .get(tp)
-            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
+        let handle = self.local_partition(tp)?;
         let state = handle
             .addr
             .send(GetState)
@@ -335,13 +411,62 @@ impl ExtensionContext {
         tp: &TopicPartition,
         offset: i64,
     ) -> Result<CommittedRead, ExtensionError> {
-        let handle = self
-            .partitions
-            .get(tp)
-            .ok_or_else(|| ExtensionError::UnknownPartition(tp.clone()))?;
+        self.read(tp, ReadRecords::committed(offset, READ_MAX_BYTES))
+            .await
+    }
+
+    /// This broker's leadership of `tp`: the leader epoch to fence on and
+    /// the log end; NOT_LEADER_OR_FOLLOWER if another broker leads it.
+    pub async fn leadership(&self, tp: &TopicPartition) -> Result<Leadership, ExtensionError> {
+        let handle = self.local_partition(tp)?;
+        let state = handle
+            .addr
+            .send(GetReplicaState)
+            .await
+            .map_err(|_| ExtensionError::Stopped)?;
+        if !state.leads {
+            return Err(ExtensionError::Kafka {
+                what: "leadership",
+                code: ResponseError::NotLeaderOrFollower.code(),
+                message: format!("broker {} leads {tp}", state.leader),
+            });
+        }
+        Ok(Leadership {
+            leader_epoch: state.leader_epoch,
+            log_end_offset: state.offsets.log_end_offset,
+        })
+    }
+
+    /// The leader's records of `tp` from `offset` to its log end, the
+    /// not-yet-committed ones too, while this broker leads `tp` in
+    /// `leader_epoch` (FENCED_LEADER_EPOCH after a move). A leader never
+    /// truncates its own log, so what this shows stays in the log for the
+    /// whole epoch; `high_watermark` says how much is committed yet.
+    pub async fn read_leader_log(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        leader_epoch: i32,
+    ) -> Result<CommittedRead, ExtensionError> {
+        let request = ReadRecords {
+            current_leader_epoch: leader_epoch,
+            to_log_end: true,
+            ..ReadRecords::committed(offset, READ_MAX_BYTES)
+        };
+        self.read(tp, request).await
+    }
+
+    async fn read(
+        &self,
+        tp: &TopicPartition,
+        request: ReadRecords,
+    ) -> Result<CommittedRead, ExtensionError> {
+        let offset = request.offset;
+        let to_log_end = request.to_log_end;
+        let handle = self.local_partition(tp)?;
         let read = handle
             .addr
-            .send(ReadRecords::committed(offset, READ_MAX_BYTES))
+            .send(request)
             .await
             .map_err(|_| ExtensionError::Stopped)?
             .map_err(|e| ExtensionError::Kafka {
@@ -359,9 +484,14 @@ impl ExtensionContext {
         };
         let (records, last) =
             decode_entries(&bytes).map_err(|e| ExtensionError::Records(e.to_string()))?;
+        let end = if to_log_end {
+            read.state.log_end_offset
+        } else {
+            read.state.high_watermark
+        };
         let records: Vec<CommittedRecord> = records
             .into_iter()
-            .filter(|r| r.offset >= offset && r.offset < read.state.high_watermark)
+            .filter(|r| r.offset >= offset && r.offset < end)
             .map(|r| CommittedRecord {
                 offset: r.offset,
                 timestamp: r.timestamp,
@@ -498,6 +628,30 @@ impl ExtensionContext {
         topic: &str,
         recipient: Recipient<CommittedRecords>,
     ) -> Result<RecordSubscription, ExtensionError> {
+        self.subscribe(topic, recipient, Positions::Committed)
+    }
+
+    /// As `subscribe_records`, for an extension that keeps its own
+    /// positions (where its output says it got to, as `examples/stream_tap.rs`
+    /// does; Kafka Connect's sink tasks may too): `positions` is asked where
+    /// to start whenever delivery of a partition starts, again after a
+    /// failed delivery, and nothing is committed. Needs no group
+    /// coordinator, so it runs on every broker of a cluster alike.
+    pub fn subscribe_records_from_own_positions(
+        &self,
+        topic: &str,
+        recipient: Recipient<CommittedRecords>,
+        positions: Recipient<StartPosition>,
+    ) -> Result<RecordSubscription, ExtensionError> {
+        self.subscribe(topic, recipient, Positions::Own(positions))
+    }
+
+    fn subscribe(
+        &self,
+        topic: &str,
+        recipient: Recipient<CommittedRecords>,
+        positions: Positions,
+    ) -> Result<RecordSubscription, ExtensionError> {
         let count = self
             .partition_count(topic)
             .ok_or_else(|| ExtensionError::UnknownPartition(TopicPartition::new(topic, 0)))?;
@@ -506,37 +660,57 @@ impl ExtensionContext {
             let tp = TopicPartition::new(topic, partition);
             let context = self.clone();
             let recipient = recipient.clone();
+            let positions = positions.clone();
             tasks.push(actix_rt::spawn(async move {
-                context.deliver_forever(tp, recipient).await
+                context.deliver_forever(tp, recipient, positions).await
             }));
         }
         Ok(RecordSubscription { tasks })
     }
 
-    async fn deliver_forever(&self, tp: TopicPartition, recipient: Recipient<CommittedRecords>) {
+    /// Where delivery of `tp` starts: the committed or the extension's own
+    /// position, else the log start.
+    async fn start_position(
+        &self,
+        tp: &TopicPartition,
+        positions: &Positions,
+    ) -> Result<i64, ExtensionError> {
+        let position = match positions {
+            Positions::Committed => self.committed_position(tp).await?,
+            Positions::Own(own) => own
+                .send(StartPosition { tp: tp.clone() })
+                .await
+                .map_err(|_| ExtensionError::Stopped)??,
+        };
+        match position {
+            Some(offset) => Ok(offset),
+            None => Ok(self.offsets(tp).await?.log_start_offset),
+        }
+    }
+
+    async fn deliver_forever(
+        &self,
+        tp: TopicPartition,
+        recipient: Recipient<CommittedRecords>,
+        positions: Positions,
+    ) {
         let retry = Duration::from_millis(200);
         loop {
             if !recipient.connected() {
                 return;
             }
-            let start = match self.committed_position(&tp).await {
-                Ok(Some(offset)) => offset,
-                Ok(None) => match self.offsets(&tp).await {
-                    Ok(offsets) => offsets.log_start_offset,
-                    Err(_) => {
-                        tokio::time::sleep(retry).await;
-                        continue;
-                    }
-                },
+            let start = match self.start_position(&tp, &positions).await {
+                Ok(start) => start,
                 Err(_) => {
                     tokio::time::sleep(retry).await;
                     continue;
                 }
             };
             // Runs until a delivery fails; then start over from the commit.
-            if let Err(e) = self.deliver_from(&tp, start, &recipient).await {
+            let commit = matches!(positions, Positions::Committed);
+            if let Err(e) = self.deliver_from(&tp, start, &recipient, commit).await {
                 log::debug!(
-                    "extension {}: delivery of {tp} restarts from its committed position: {e}",
+                    "extension {}: delivery of {tp} starts again from its position: {e}",
                     self.name
                 );
                 tokio::time::sleep(retry).await;
@@ -549,6 +723,7 @@ impl ExtensionContext {
         tp: &TopicPartition,
         mut position: i64,
         recipient: &Recipient<CommittedRecords>,
+        commit: bool,
     ) -> Result<(), ExtensionError> {
         let mut high_watermark = self
             .partitions
@@ -577,10 +752,30 @@ impl ExtensionContext {
                 Ok(Err(e)) => return Err(e),
                 Err(_) => return Err(ExtensionError::Stopped),
             }
-            self.commit_position(tp, next).await?;
+            if commit {
+                self.commit_position(tp, next).await?;
+            }
             position = next;
         }
     }
+}
+
+/// Where a subscription's positions come from.
+#[derive(Clone)]
+enum Positions {
+    /// Committed for the extension in `__consumer_offsets`.
+    Committed,
+    /// The extension's own (`subscribe_records_from_own_positions`).
+    Own(Recipient<StartPosition>),
+}
+
+/// Asked of an extension that keeps its own positions: the offset of
+/// `tp` to deliver from (`None`: the log start). An error: ask again later.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Option<i64>, ExtensionError>")]
+pub struct StartPosition {
+    /// The source partition whose delivery starts.
+    pub tp: TopicPartition,
 }
 
 /// Committed records pushed to a subscribed extension, in offset order.

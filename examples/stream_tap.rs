@@ -6,14 +6,20 @@
 //! cargo run --example stream_tap -- --source words --destination WORDS [--log-dir DIR] [--set key=value]...
 //! ```
 //!
-//! How exactly once holds: the tap subscribes to the source's committed
-//! records (`ExtensionContext::subscribe_records`), which redelivers from
-//! the tap's committed position after any failure. Each copy carries the
-//! source offset in a `ferrolog.tap.source-offset` header, and on every
-//! (re)start the tap reads the last record of each destination partition to
-//! learn the highest source offset already copied; redelivered records at
-//! or below it are skipped. The destination partition is the source
-//! partition, so per-partition order is kept.
+//! How exactly once holds, on one broker or a cluster: the tap keeps its
+//! own positions (`ExtensionContext::subscribe_records_from_own_positions`):
+//! each copy carries its source offset in a `ferrolog.tap.source-offset`
+//! header, and whenever delivery of a partition starts (at start-up, after
+//! a restart, after any failed copy) the tap asks the destination
+//! partition's leader, which must be this broker, for its last record and
+//! delivers from the source offset after it. What it learned holds for
+//! that leader epoch only: every copy is appended with
+//! `produce_in_epoch`, so after a leadership move the append is refused and
+//! the tap learns again from the new leader's log, which holds every
+//! acknowledged copy. The destination partition is the source partition,
+//! so per-partition order is kept, and the destination is co-partitioned
+//! with the source (same replicas, same preferred leader) so that one
+//! broker leads both; where they are led apart, that partition waits.
 
 mod common;
 
@@ -25,10 +31,11 @@ use bytes::Bytes;
 use clap::Parser;
 use ferrolog::actors::extension::{
     CommittedRecords, Extension, ExtensionContext, ExtensionError, PartitionOffsets,
-    ProducedRecord, RecordSubscription,
+    ProducedRecord, RecordSubscription, StartPosition,
 };
 use ferrolog::broker::Broker;
 use ferrolog::topic_partition::TopicPartition;
+use kafka_protocol::error::ResponseError;
 
 const SOURCE_OFFSET_HEADER: &str = "ferrolog.tap.source-offset";
 
@@ -63,7 +70,7 @@ impl Extension for StreamTap {
             source: self.source,
             destination: self.destination,
             broker,
-            copied_up_to: HashMap::new(),
+            copied: HashMap::new(),
             subscription: None,
         }
     }
@@ -73,14 +80,23 @@ pub struct TapActor {
     source: String,
     destination: String,
     broker: ExtensionContext,
-    /// Per source partition: the highest source offset already copied.
-    copied_up_to: HashMap<i32, i64>,
+    /// Per partition, what this tap learned of its destination as its
+    /// leader: valid in that leader epoch only.
+    copied: HashMap<i32, Copied>,
     subscription: Option<RecordSubscription>,
 }
 
+/// The destination partition as its leader showed it to this tap.
+#[derive(Debug, Clone, Copy)]
+struct Copied {
+    leader_epoch: i32,
+    /// The highest source offset already copied (-1: none).
+    up_to: i64,
+}
+
 impl TapActor {
-    /// Wait for the source, create the destination, learn what was copied,
-    /// then subscribe. Runs at start and after every restart.
+    /// Wait for the source, create the destination beside it, then
+    /// subscribe. Runs at start and after every restart.
     fn begin(&mut self, ctx: &mut Context<Self>) {
         if let Some(old) = self.subscription.take() {
             old.cancel();
@@ -88,34 +104,30 @@ impl TapActor {
         let broker = self.broker.clone();
         let (source, destination) = (self.source.clone(), self.destination.clone());
         let prepare = async move {
-            let partitions = broker
+            broker
                 .partition_count(&source)
                 .ok_or_else(|| ExtensionError::UnknownPartition(TopicPartition::new(&source, 0)))?;
             broker
-                .ensure_topic(&destination, partitions, Vec::new())
-                .await?;
-            let mut copied = HashMap::new();
-            for partition in 0..partitions {
-                let tp = TopicPartition::new(destination.as_str(), partition);
-                if let Some(offset) = last_copied_source_offset(&broker, &tp).await? {
-                    copied.insert(partition, offset);
-                }
-            }
-            Ok::<_, ExtensionError>(copied)
+                .ensure_copartitioned_topic(&destination, &source, Vec::new())
+                .await
         };
         ctx.wait(
             prepare
                 .into_actor(self)
                 .map(|prepared, actor, ctx| match prepared {
-                    Ok(copied) => {
+                    Ok(()) => {
                         log::info!(
-                            "stream tap {} -> {} starts; already copied: {copied:?}",
+                            "stream tap {} -> {} starts",
                             actor.source,
                             actor.destination
                         );
-                        actor.copied_up_to = copied;
-                        let recipient = ctx.address().recipient();
-                        match actor.broker.subscribe_records(&actor.source, recipient) {
+                        let records = ctx.address().recipient();
+                        let positions = ctx.address().recipient();
+                        match actor.broker.subscribe_records_from_own_positions(
+                            &actor.source,
+                            records,
+                            positions,
+                        ) {
                             Ok(subscription) => actor.subscription = Some(subscription),
                             Err(e) => log::error!("stream tap cannot subscribe: {e}"),
                         }
@@ -131,27 +143,37 @@ impl TapActor {
     }
 }
 
-/// The source offset in the header of `tp`'s last record, if any.
-async fn last_copied_source_offset(
+/// What `tp`'s leader, this broker, holds: its leader epoch and the source
+/// offset in the header of its last record (-1: nothing copied yet).
+async fn learn_copied(
     broker: &ExtensionContext,
     tp: &TopicPartition,
-) -> Result<Option<i64>, ExtensionError> {
+) -> Result<Copied, ExtensionError> {
+    let leadership = broker.leadership(tp).await?;
     let PartitionOffsets {
-        high_watermark,
-        log_start_offset,
+        log_start_offset, ..
     } = broker.offsets(tp).await?;
-    if high_watermark <= log_start_offset {
-        return Ok(None);
+    let mut copied = Copied {
+        leader_epoch: leadership.leader_epoch,
+        up_to: -1,
+    };
+    if leadership.log_end_offset <= log_start_offset {
+        return Ok(copied);
     }
-    let read = broker.read_committed(tp, high_watermark - 1).await?;
-    Ok(read.records.last().and_then(|record| {
+    let read = broker
+        .read_leader_log(tp, leadership.log_end_offset - 1, leadership.leader_epoch)
+        .await?;
+    if let Some(offset) = read.records.last().and_then(|record| {
         record
             .headers
             .iter()
             .find(|(key, _)| key == SOURCE_OFFSET_HEADER)
             .and_then(|(_, value)| value.as_ref())
             .and_then(|value| std::str::from_utf8(value).ok()?.parse().ok())
-    }))
+    }) {
+        copied.up_to = offset;
+    }
+    Ok(copied)
 }
 
 impl Actor for TapActor {
@@ -166,7 +188,33 @@ impl actix::Supervised for TapActor {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         // `started` runs again and re-reads what was copied from the
         // destination: nothing in memory is trusted after a failure.
-        self.copied_up_to.clear();
+        self.copied.clear();
+    }
+}
+
+impl Handler<StartPosition> for TapActor {
+    type Result = ResponseActFuture<Self, Result<Option<i64>, ExtensionError>>;
+
+    fn handle(&mut self, start: StartPosition, _ctx: &mut Context<Self>) -> Self::Result {
+        let partition = start.tp.partition;
+        let broker = self.broker.clone();
+        let destination = TopicPartition::new(self.destination.as_str(), partition);
+        Box::pin(
+            async move { learn_copied(&broker, &destination).await }
+                .into_actor(self)
+                .map(move |learned, actor, _ctx| {
+                    // Another broker leads the destination: ask again later.
+                    let copied = learned?;
+                    log::info!(
+                        "stream tap: {}-{partition} in leader epoch {} holds copies up to source offset {}",
+                        actor.destination,
+                        copied.leader_epoch,
+                        copied.up_to
+                    );
+                    actor.copied.insert(partition, copied);
+                    Ok((copied.up_to >= 0).then_some(copied.up_to + 1))
+                }),
+        )
     }
 }
 
@@ -175,11 +223,18 @@ impl Handler<CommittedRecords> for TapActor {
 
     fn handle(&mut self, delivery: CommittedRecords, _ctx: &mut Context<Self>) -> Self::Result {
         let partition = delivery.tp.partition;
-        let copied_up_to = self.copied_up_to.get(&partition).copied().unwrap_or(-1);
+        let Some(copied) = self.copied.get(&partition).copied() else {
+            // Not learned (a restart in between): delivery starts again.
+            return Box::pin(fut::ready(Err(ExtensionError::Kafka {
+                what: "copy",
+                code: ResponseError::NotLeaderOrFollower.code(),
+                message: "the destination is not learned".to_string(),
+            })));
+        };
         let copies: Vec<ProducedRecord> = delivery
             .records
             .iter()
-            .filter(|record| record.offset > copied_up_to)
+            .filter(|record| record.offset > copied.up_to)
             .map(|record| ProducedRecord {
                 key: record.key.clone(),
                 value: record
@@ -208,21 +263,28 @@ impl Handler<CommittedRecords> for TapActor {
         let broker = self.broker.clone();
         let destination = TopicPartition::new(self.destination.as_str(), partition);
         Box::pin(
-            async move { broker.produce(&destination, &copies).await }
-                .into_actor(self)
-                .map(move |produced, actor, _ctx| {
-                    if let Err(e) = &produced {
-                        // The subscription redelivers from the committed
-                        // position; say why, once per attempt.
-                        log::warn!(
-                            "stream tap: copying into {}-{partition} failed: {e}",
-                            actor.destination
-                        );
-                    }
-                    produced?;
-                    actor.copied_up_to.insert(partition, last);
-                    Ok(())
-                }),
+            async move {
+                broker
+                    .produce_in_epoch(&destination, copied.leader_epoch, &copies)
+                    .await
+            }
+            .into_actor(self)
+            .map(move |produced, actor, _ctx| {
+                if let Err(e) = &produced {
+                    // What was learned may be stale: learn again when the
+                    // delivery starts over.
+                    actor.copied.remove(&partition);
+                    log::warn!(
+                        "stream tap: copying into {}-{partition} failed: {e}",
+                        actor.destination
+                    );
+                }
+                produced?;
+                if let Some(copied) = actor.copied.get_mut(&partition) {
+                    copied.up_to = last;
+                }
+                Ok(())
+            }),
         )
     }
 }

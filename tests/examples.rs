@@ -9,6 +9,8 @@
 //! --offline`, same target dir and profile as this test binary) and runs
 //! them from `target/<profile>/examples/`.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -369,10 +371,14 @@ fn client(bootstrap: &str) -> rdkafka::config::ClientConfig {
 }
 
 fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    create_replicated_topic(bootstrap, name, partitions, 1);
+}
+
+fn create_replicated_topic(bootstrap: &str, name: &str, partitions: i32, replicas: i32) {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let admin: AdminClient<_> = client(bootstrap).create().expect("admin client");
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(replicas));
     let results = block_on(admin.create_topics([&topic], &options)).expect("CreateTopics answers");
     assert_eq!(results, vec![Ok(name.to_string())]);
 }
@@ -492,9 +498,18 @@ fn stream_tap_copies_every_record_exactly_once_across_a_crash() {
         format!("word-{i}")
     });
     let copied = consume_all(&broker.address, "WORDS", 3, total);
+    assert_copied_exactly_once(&copied, total);
+    let (status, said) = broker.terminate();
+    assert!(status.success(), "{said:?}");
+}
+
+/// `copied` (the tap's destination, read from the start) holds each of the
+/// `total` source records exactly once: key and partition kept, value
+/// upper-cased, in source-offset order per partition without a gap.
+fn assert_copied_exactly_once(copied: &[Consumed], total: usize) {
     let mut keys = std::collections::BTreeSet::new();
     let mut last_source_offset = std::collections::HashMap::new();
-    for (partition, key, value, headers) in &copied {
+    for (partition, key, value, headers) in copied {
         let i: usize = key.strip_prefix("key-").unwrap().parse().unwrap();
         assert_eq!(*partition, i as i32 % 3);
         assert_eq!(value, &format!("WORD-{i}"));
@@ -516,8 +531,93 @@ fn stream_tap_copies_every_record_exactly_once_across_a_crash() {
         );
     }
     assert_eq!(keys.len(), total, "every source record copied");
-    let (status, said) = broker.terminate();
-    assert!(status.success(), "{said:?}");
+}
+
+/// The tap on a three-broker cluster (real ZooKeeper, RF=3,
+/// min.insync.replicas=2): the broker leading `words-0` is SIGKILLed while
+/// the tap copies, more records follow through the survivors, and the
+/// broker comes back. Every source record is in `WORDS` exactly once and in
+/// order: the new leaders' taps learn from their own logs, and a copy
+/// decided in one leader epoch cannot land in another.
+#[test]
+fn stream_tap_copies_exactly_once_on_a_three_broker_cluster_with_a_leader_killed() {
+    let zk = common::zookeeper::ZooKeeperServer::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let start = |id: usize, port: u16| {
+        let settings = [
+            format!("zookeeper.connect={}/tap", zk.connect_string()),
+            format!("broker.id={id}"),
+            "zookeeper.session.timeout.ms=4000".to_string(),
+            "offsets.topic.replication.factor=3".to_string(),
+            "default.replication.factor=3".to_string(),
+            "min.insync.replicas=2".to_string(),
+            // Preferred leaders come back soon after the restart, so each
+            // destination partition is led beside its source again.
+            "leader.imbalance.check.interval.seconds=2".to_string(),
+            "leader.imbalance.per.broker.percentage=0".to_string(),
+        ];
+        let mut args = vec![
+            "--source".to_string(),
+            "words".to_string(),
+            "--destination".to_string(),
+            "WORDS".to_string(),
+            "--port".to_string(),
+            port.to_string(),
+        ];
+        for setting in settings {
+            args.push("--set".to_string());
+            args.push(setting);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        EmbeddedBroker::start_example("stream_tap", dirs[id].path(), &args)
+    };
+    let mut brokers: Vec<Option<EmbeddedBroker>> = (0..3).map(|id| Some(start(id, 0))).collect();
+    let addresses: Vec<String> = brokers
+        .iter()
+        .map(|b| b.as_ref().unwrap().address.clone())
+        .collect();
+    let all = addresses.join(",");
+    create_replicated_topic(&all, "words", 3, 3);
+    let total = 6000;
+    produce(&all, "words", 3, 0..3000, |i| format!("word-{i}"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while consume_count(&all, "WORDS", 3) == 0 {
+        assert!(Instant::now() < deadline, "the tap never copied anything");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let leader = leader_of(&all, "words", 0);
+    brokers[leader as usize].take().unwrap().kill();
+    let survivors: Vec<&str> = (0..3)
+        .filter(|id| *id != leader as usize)
+        .map(|id| addresses[id].as_str())
+        .collect();
+    produce(&survivors.join(","), "words", 3, 3000..total, |i| {
+        format!("word-{i}")
+    });
+    let port: u16 = addresses[leader as usize]
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("host:port");
+    brokers[leader as usize] = Some(start(leader as usize, port));
+    let copied = consume_all(&all, "WORDS", 3, total);
+    assert_copied_exactly_once(&copied, total);
+}
+
+/// The leader of `topic`-`partition` as Metadata says.
+fn leader_of(bootstrap: &str, topic: &str, partition: i32) -> i32 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = client(bootstrap).create().expect("client");
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .and_then(|t| t.partitions().iter().find(|p| p.id() == partition))
+        .map(|p| p.leader())
+        .expect("the partition has a leader")
 }
 
 /// An extension's produce takes a client's path, internal-topic check

@@ -122,6 +122,7 @@ fn a_restarted_partition_rebuilds_its_state_from_the_log() {
         let Produced { info, .. } = partition
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch.clone(),
                 acks: Acks::Leader,
             })
@@ -148,6 +149,7 @@ fn a_partition_that_keeps_failing_goes_offline() {
         let outcome = partition
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(1, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -183,6 +185,7 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
         let Produced { info, .. } = leader
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(5, 10, Compression::None),
                 acks: Acks::All {
                     timeout: Duration::from_secs(5),
@@ -196,6 +199,7 @@ fn a_leader_stamps_its_epoch_and_checkpoints_its_high_watermark() {
         let refused = follower
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(1, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -250,6 +254,49 @@ impl actix::Handler<BrokerEvent> for FlushWatcher {
     }
 }
 
+/// An append in a leader epoch (an extension's `produce_in_epoch`) lands
+/// only in that epoch: one that believes in an older epoch is refused with
+/// FENCED_LEADER_EPOCH, a newer one with UNKNOWN_LEADER_EPOCH, and -1 (a
+/// client's Produce) is not checked.
+#[test]
+fn an_append_in_a_stale_leader_epoch_is_fenced() {
+    let dir = tempfile::tempdir().unwrap();
+    actix_rt::System::new().block_on(async {
+        let log = log_manager_on(dir.path()).await;
+        let leader = new_partition(
+            &log,
+            "fenced",
+            PartitionAssignment {
+                leader: 0,
+                leader_epoch: 7,
+                ..PartitionAssignment::sole_replica(0)
+            },
+        )
+        .await;
+        let append = |current_leader_epoch| AppendRecords {
+            current_leader_epoch,
+            records: batch_v2(1, 10, Compression::None),
+            acks: Acks::Leader,
+        };
+        let stale = leader.addr.send(append(6)).await.unwrap();
+        assert_eq!(
+            stale.as_ref().map_err(|e| e.code()).err(),
+            Some(74),
+            "{stale:?}"
+        );
+        let ahead = leader.addr.send(append(8)).await.unwrap();
+        assert_eq!(
+            ahead.as_ref().map_err(|e| e.code()).err(),
+            Some(75),
+            "{ahead:?}"
+        );
+        for epoch in [7, -1] {
+            let landed = leader.addr.send(append(epoch)).await.unwrap().unwrap();
+            assert_eq!(landed.info.first_offset, if epoch == 7 { 0 } else { 1 });
+        }
+    });
+}
+
 /// `flush.messages=1` (the durable mode): a produce is answered only after
 /// a flush covering it, and concurrent produces share flushes (group
 /// commit) instead of paying one fsync each. A topic without the setting
@@ -299,6 +346,7 @@ fn durable_topics_acknowledge_after_a_shared_flush() {
         const PRODUCES: usize = 64;
         let answers = futures_util::future::join_all((0..PRODUCES).map(|_| {
             durable.addr.send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(1, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -332,6 +380,7 @@ fn durable_topics_acknowledge_after_a_shared_flush() {
         let lazy = start("lazy", LogConfig::default()).await;
         lazy.addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(1, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -443,6 +492,7 @@ fn acks_all_answers_when_the_follower_does_not_follow() {
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let waiting = leader_with_a_silent_follower(&log, "waiting", store.clone(), 60_000).await;
         let append = |acks| AppendRecords {
+            current_leader_epoch: -1,
             records: batch_v2(5, 10, Compression::None),
             acks,
         };
@@ -532,6 +582,7 @@ fn the_acks_all_purgatory_is_bounded() {
         let waiting: Vec<_> = (0..10_000)
             .map(|_| {
                 actix_rt::spawn(leader.addr.send(AppendRecords {
+                    current_leader_epoch: -1,
                     records: batch.clone(),
                     acks: acks_all(120_000),
                 }))
@@ -558,6 +609,7 @@ fn the_acks_all_purgatory_is_bounded() {
         let one_too_many = leader
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch.clone(),
                 acks: acks_all(120_000),
             })
@@ -782,6 +834,7 @@ fn a_follower_fetch_past_the_leaders_log_end_counts_for_nothing() {
         leader
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(5, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -824,6 +877,7 @@ fn an_append_survives_a_new_leader_epoch_of_the_same_leader() {
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "bump", store.clone(), 60_000).await;
         let append = leader.addr.send(AppendRecords {
+            current_leader_epoch: -1,
             records: batch_v2(5, 10, Compression::None),
             acks: Acks::Leader,
         });
@@ -897,6 +951,7 @@ fn list_offsets_waits_for_a_new_leaders_high_watermark() {
         leader
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(5, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -966,6 +1021,7 @@ fn consumers_never_read_above_the_high_watermark() {
         let store: Arc<dyn MetadataStore> = EmbeddedStore::in_memory();
         let leader = leader_with_a_silent_follower(&log, "hw-reads", store, 60_000).await;
         let append = |count| AppendRecords {
+            current_leader_epoch: -1,
             records: batch_v2(count, 10, Compression::None),
             acks: Acks::Leader,
         };
@@ -1030,6 +1086,7 @@ fn the_high_watermark_checkpoint_timer_writes_the_file() {
         partition
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch_v2(7, 10, Compression::None),
                 acks: Acks::Leader,
             })
@@ -1172,6 +1229,7 @@ fn commit_events_carry_running_totals_a_lagging_subscriber_can_trust() {
         let batch = batch_v2(2, 10, Compression::None);
         let answers = futures_util::future::join_all((0..APPENDS).map(|_| {
             partition.addr.send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch.clone(),
                 acks: Acks::Leader,
             })
@@ -1186,6 +1244,7 @@ fn commit_events_carry_running_totals_a_lagging_subscriber_can_trust() {
         partition
             .addr
             .send(AppendRecords {
+                current_leader_epoch: -1,
                 records: batch.clone(),
                 acks: Acks::Leader,
             })

@@ -83,6 +83,19 @@ impl ProducePath {
         acks: RequiredAcks,
         timeout: Duration,
     ) -> PendingAppend {
+        self.append_in_epoch(tp, records, acks, timeout, -1)
+    }
+
+    /// As `append`, refused unless this broker leads `tp` in
+    /// `current_leader_epoch` (-1: in any epoch, as a client's Produce).
+    pub fn append_in_epoch(
+        &self,
+        tp: TopicPartition,
+        records: Option<Bytes>,
+        acks: RequiredAcks,
+        timeout: Duration,
+        current_leader_epoch: i32,
+    ) -> PendingAppend {
         let refused = |e: ProduceError| -> PendingAppend { Box::pin(std::future::ready(Err(e))) };
         if !matches!(acks.0, -1..=1) {
             return refused(ProduceError::InvalidRequiredAcks(acks.0));
@@ -107,6 +120,7 @@ impl ProducePath {
         let append = handle.addr.send(AppendRecords {
             records,
             acks: required,
+            current_leader_epoch,
         });
         Box::pin(async move {
             match append.await {

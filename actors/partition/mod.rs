@@ -73,9 +73,11 @@ pub use produce::{Acks, AppendRecords, Produced};
 pub use queries::{
     DeleteRecordsBefore, GetState, LeaderOffsets, OffsetForTimestamp, StopPartition, UpdateConfig,
 };
-// Tests and embedders read a replica's role; the broker itself does not.
+// Extensions (`ExtensionContext::leadership`), tests and embedders read a
+// replica's role.
+pub use queries::GetReplicaState;
 #[cfg(any(test, feature = "internals"))]
-pub use queries::{GetReplicaState, ReplicaState};
+pub use queries::ReplicaState;
 pub use replica::{
     AppendAsFollower, ApplyAssignment, EndOffsetForLeaderEpoch, LocalLogOffsets, TruncateReplica,
 };

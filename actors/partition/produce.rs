@@ -27,6 +27,10 @@ pub struct Produced {
 pub struct AppendRecords {
     pub records: Bytes,
     pub acks: Acks,
+    /// The leader epoch the appender believes in (-1: unchecked, as every
+    /// Produce): an extension that learned the log's end in one epoch
+    /// appends only while it holds (FENCED_LEADER_EPOCH after a move).
+    pub current_leader_epoch: i32,
 }
 
 impl Message for AppendRecords {
@@ -37,7 +41,7 @@ impl Handler<AppendRecords> for PartitionActor {
     type Result = ResponseActFuture<Self, Result<Produced, PartitionError>>;
 
     fn handle(&mut self, msg: AppendRecords, ctx: &mut Context<Self>) -> Self::Result {
-        if let Err(e) = self.check_leader(-1) {
+        if let Err(e) = self.check_leader(msg.current_leader_epoch) {
             return Box::pin(fut::ready(Err(e)));
         }
         let acks = msg.acks;

@@ -89,6 +89,8 @@ pub struct GetReplicaState;
 /// A replica's role as its partition actor sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicaState {
+    /// Whether this replica leads.
+    pub leads: bool,
     pub leader: i32,
     pub leader_epoch: i32,
     /// As leader, the ISR in force; as follower, empty.
@@ -108,6 +110,7 @@ impl Handler<GetReplicaState> for PartitionActor {
     fn handle(&mut self, _msg: GetReplicaState, _ctx: &mut Context<Self>) -> Self::Result {
         MessageResult(match &self.role {
             Role::Leader(leader) => ReplicaState {
+                leads: true,
                 leader: self.replica.broker_id,
                 leader_epoch: leader.leader_epoch,
                 isr: leader.isr.iter().copied().collect(),
@@ -118,6 +121,7 @@ impl Handler<GetReplicaState> for PartitionActor {
                 leader,
                 leader_epoch,
             } => ReplicaState {
+                leads: false,
                 leader: *leader,
                 leader_epoch: *leader_epoch,
                 isr: Vec::new(),
