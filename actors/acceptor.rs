@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 
 use super::connection::Connection;
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
-use crate::api::BrokerContext;
+use crate::broker_context::BrokerContext;
 
 pub struct Acceptor {
     /// Shared with the accept loop, which a restart spawns again.

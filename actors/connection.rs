@@ -19,7 +19,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::api::produce::ProduceOrder;
-use crate::api::{self, BrokerContext, RequestOrigin};
+use crate::api::{self, RequestOrigin};
+use crate::broker_context::BrokerContext;
 use crate::net::{read_request_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, ResponseFrame};
 use kafka_protocol::messages::ApiKey;

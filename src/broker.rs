@@ -32,7 +32,7 @@ use crate::actors::pool::{ActorPool, ActorPoolThreads};
 use crate::actors::replica_fetcher::{ReplicaFetcherConfig, ReplicaFetchers};
 use crate::actors::replica_manager::{ReplicaManager, StopAllReplicas};
 use crate::actors::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
-use crate::api::BrokerContext;
+use crate::broker_context::BrokerContext;
 use crate::clock::{SharedClock, SystemClock};
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;

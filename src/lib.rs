@@ -81,6 +81,8 @@ pub mod topic_partition;
 
 internal_modules! {
     mod api;
+    mod auto_topic_creation;
+    mod broker_context;
     mod cluster;
     mod controlled_shutdown;
     mod controller;

@@ -10,6 +10,8 @@
 //! - request handlers in `src/api` reach the metadata store only for
 //!   OffsetCommit/OffsetFetch v0 (`zookeeper_offsets.rs`; `mod.rs` holds the
 //!   context field it reads);
+//! - among the actors only the connection (`actors/connection.rs`, which
+//!   hands each request to `api::handle`) uses the request handlers;
 //! - the storage engine knows nothing of the wire layer above it (no
 //!   `crate::protocol`, `crate::api`, `crate::net`), and its files use each
 //!   other without a circle, so each can be read bottom-up.
@@ -76,6 +78,13 @@ fn assert_rule_fires(needles: &[&str], planted: &str) {
     );
 }
 
+/// Fails with every offending line when a code line of `files` contains
+/// any of `needles`.
+fn assert_no_line_contains(files: &[PathBuf], needles: &[&str], broken: &str) {
+    let hits = code_lines_containing(files, needles);
+    assert!(hits.is_empty(), "{broken}:\n{}", hits.join("\n"));
+}
+
 #[test]
 fn the_pure_layers_know_nothing_of_actix() {
     let needles = ["actix"];
@@ -97,12 +106,7 @@ fn the_pure_layers_know_nothing_of_actix() {
     .flat_map(|path| rust_files(&path))
     .collect();
     assert!(layers.len() >= 20, "only {} files read", layers.len());
-    let hits = code_lines_containing(&layers, &needles);
-    assert!(
-        hits.is_empty(),
-        "actix in a pure layer:\n{}",
-        hits.join("\n")
-    );
+    assert_no_line_contains(&layers, &needles, "actix in a pure layer");
 }
 
 #[test]
@@ -120,11 +124,10 @@ fn only_the_log_manager_touches_files_among_the_actors() {
         .filter(|path| !path.starts_with(&log_manager))
         .collect();
     assert!(files.len() >= 20, "only {} files read", files.len());
-    let hits = code_lines_containing(&files, &needles);
-    assert!(
-        hits.is_empty(),
-        "an actor outside the log manager touches files:\n{}",
-        hits.join("\n")
+    assert_no_line_contains(
+        &files,
+        &needles,
+        "an actor outside the log manager touches files",
     );
 }
 
@@ -143,12 +146,7 @@ fn request_handlers_reach_the_metadata_store_only_for_v0_offsets() {
         .filter(|path| !allowed.contains(path))
         .collect();
     assert!(files.len() >= 20, "only {} files read", files.len());
-    let hits = code_lines_containing(&files, &needles);
-    assert!(
-        hits.is_empty(),
-        "a handler uses the metadata store:\n{}",
-        hits.join("\n")
-    );
+    assert_no_line_contains(&files, &needles, "a handler uses the metadata store");
 }
 
 #[test]
@@ -157,12 +155,7 @@ fn storage_knows_nothing_of_the_wire_layer() {
     assert_rule_fires(&needles, "use crate::protocol::records::encode_batch;");
     let files = rust_files(&root().join("src").join("storage"));
     assert!(files.len() >= 10, "only {} files read", files.len());
-    let hits = code_lines_containing(&files, &needles);
-    assert!(
-        hits.is_empty(),
-        "storage reaches up to the wire layer:\n{}",
-        hits.join("\n")
-    );
+    assert_no_line_contains(&files, &needles, "storage reaches up to the wire layer");
 }
 
 /// The sibling modules `text` (one storage file, its unit tests left out)
@@ -277,5 +270,27 @@ fn storage_files_use_each_other_without_a_circle() {
         find_circle(&uses),
         None,
         "storage files in a circle: {uses:?}"
+    );
+}
+
+#[test]
+fn only_the_connection_uses_the_request_handlers_among_the_actors() {
+    let needles = ["crate::api"];
+    assert_rule_fires(&needles, "use crate::api::{self, RequestOrigin};");
+    let actors = root().join("actors");
+    let connection = actors.join("connection.rs");
+    assert!(
+        connection.exists(),
+        "actors/connection.rs is gone: update the rule"
+    );
+    let files: Vec<PathBuf> = rust_files(&actors)
+        .into_iter()
+        .filter(|path| *path != connection)
+        .collect();
+    assert!(files.len() >= 20, "only {} files read", files.len());
+    assert_no_line_contains(
+        &files,
+        &needles,
+        "an actor other than the connection uses the request handlers",
     );
 }

@@ -14,7 +14,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 
 use super::authorized_operations::{authorized_operations, Resource};
-use super::create_topics::auto_create_topic;
+use crate::auto_topic_creation::auto_create_topic;
 use super::BrokerContext;
 use crate::cluster::{validate_topic_name, TopicMetadata};
 
