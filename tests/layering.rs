@@ -294,3 +294,72 @@ fn only_the_connection_uses_the_request_handlers_among_the_actors() {
         "an actor other than the connection uses the request handlers",
     );
 }
+
+/// The test names `text` cites in backticks: `file.rs::name` as
+/// `(Some("file.rs"), "name")`, `module::tests::name` as `(None, "name")`.
+fn cited_tests(text: &str) -> Vec<(Option<String>, String)> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|span| {
+            let (path, name) = span.rsplit_once("::")?;
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return None;
+            }
+            let file = path.rsplit("::").next().unwrap_or(path);
+            if let Some(file) = file.strip_suffix(".rs") {
+                let file = file.rsplit('/').next().unwrap_or(file);
+                Some((Some(format!("{file}.rs")), name.to_string()))
+            } else if path.ends_with("::tests") {
+                Some((None, name.to_string()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// ARCHITECTURE.md backs its claims with the tests that would fail: every
+/// test it cites (`file.rs::name`, `module::tests::name`) exists, so a
+/// renamed or deleted test cannot leave a claim pointing at nothing.
+#[test]
+fn every_test_architecture_md_cites_exists() {
+    let planted = cited_tests("see `log.rs::a_test`, `x::tests::b_test`, `Foo::bar`");
+    assert_eq!(
+        planted,
+        vec![
+            (Some("log.rs".to_string()), "a_test".to_string()),
+            (None, "b_test".to_string())
+        ],
+        "the citation parser misses or invents one"
+    );
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let sources: Vec<(PathBuf, String)> = ["src", "actors", "tests", "examples"]
+        .iter()
+        .flat_map(|dir| rust_files(&root().join(dir)))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            (path, text)
+        })
+        .collect();
+    let cited = cited_tests(&text);
+    assert!(cited.len() >= 50, "only {} citations found", cited.len());
+    let missing: Vec<String> = cited
+        .iter()
+        .filter(|(file, name)| {
+            let defines = format!("fn {name}(");
+            !sources.iter().any(|(path, source)| {
+                let in_file = file.as_ref().is_none_or(|file| {
+                    path.file_name()
+                        .is_some_and(|n| n.to_string_lossy() == file.as_str())
+                });
+                in_file && source.contains(&defines)
+            })
+        })
+        .map(|(file, name)| format!("{}::{name}", file.as_deref().unwrap_or("tests")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md cites tests that do not exist: {missing:?}"
+    );
+}

@@ -38,7 +38,6 @@ pub mod zookeeper_offsets;
 
 use std::sync::Arc;
 
-use actix::Addr;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
@@ -46,14 +45,9 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 pub use crate::broker_context::BrokerContext;
 
 use crate::actors::consumer_group::ConsumerGroup;
-use crate::actors::controller::Controller;
-use crate::actors::group_coordinator::{ForGroup, GroupCoordinator};
-use crate::actors::partition::{PartitionHandle, PartitionRegistry};
-use crate::cluster::MetadataCache;
-use crate::config::BrokerConfig;
+use crate::actors::group_coordinator::ForGroup;
 use crate::protocol::{encode_response, ProtocolError, Request, RequestFrame, ResponseFrame};
 use crate::storage::FileRegion;
-use crate::topic_partition::TopicPartition;
 
 /// Kafka's `isValidGroupId`: the group-membership APIs (JoinGroup,
 /// SyncGroup, Heartbeat, LeaveGroup, OffsetDelete) need a non-empty group
