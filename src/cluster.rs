@@ -75,6 +75,22 @@ pub struct ClusterMetadata {
     pub topics: BTreeMap<String, TopicMetadata>,
 }
 
+impl ClusterMetadata {
+    /// The controller as clients are told of it: -1 unless it is among
+    /// `brokers`. A joining broker learns the controller from ZooKeeper
+    /// before the controller's UpdateMetadata lists the live brokers;
+    /// Kafka takes both from one UpdateMetadata, and librdkafka's admin
+    /// client, told of a controller it cannot find, times out instead of
+    /// asking again.
+    pub fn advertised_controller_id(&self) -> i32 {
+        if self.brokers.contains_key(&self.controller_id) {
+            self.controller_id
+        } else {
+            -1
+        }
+    }
+}
+
 /// Shared, read-mostly cluster metadata.
 #[derive(Debug, Clone, Default)]
 pub struct MetadataCache(Arc<RwLock<ClusterMetadata>>);

@@ -968,3 +968,59 @@ fn a_restarted_broker_answers_an_existing_topic_it_does_not_know_yet_as_kafka_do
         );
     }
 }
+
+/// A broker that joins while the controller has not yet told it who is
+/// alive (the controller here SIGSTOPped, inside its ZooKeeper session)
+/// names no controller in Metadata: Kafka's cache takes the controller and
+/// the live brokers from one UpdateMetadata, so an answer never names a
+/// controller missing from its brokers. librdkafka's admin client, told of
+/// such a controller, waited for a connection to a broker it could not
+/// know and timed CreateTopics out (examples.rs saw it under load in CI).
+/// Once the controller runs again, the joiner names it, and an admin client
+/// bootstrapped on the joiner alone creates a replicated topic.
+#[test]
+fn metadata_names_a_controller_only_among_its_brokers() {
+    let mut cluster = Cluster::start_with(1, &["zookeeper.session.timeout.ms=20000"]);
+    let controller_pid = cluster.brokers[&0].pid() as i32;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(controller_pid, libc::SIGSTOP) };
+    cluster.dirs.push(tempfile::tempdir().expect("tempdir"));
+    cluster.start_broker(1);
+    let joined = cluster
+        .brokers
+        .get_mut(&1)
+        .expect("started")
+        .wait_for_line("joined cluster", Duration::from_secs(10));
+    assert!(joined.contains("broker 0 is the controller"), "{joined}");
+    let (brokers, controller) = metadata_brokers_and_controller(&cluster.bootstrap(1));
+    // SAFETY: as above.
+    unsafe { libc::kill(controller_pid, libc::SIGCONT) };
+    assert_eq!(
+        brokers,
+        vec![1],
+        "only itself is known before UpdateMetadata"
+    );
+    assert_eq!(
+        controller, -1,
+        "named controller {controller}, which is not among brokers {brokers:?}"
+    );
+    wait_until_true("the joiner names controller 0 among its brokers", || {
+        metadata_brokers_and_controller(&cluster.bootstrap(1)) == (vec![0, 1], 0)
+    });
+    create_replicated_topic(&cluster.bootstrap(1), "after-join", 2, 2);
+}
+
+/// The broker ids and the controller id of a Metadata v9 answer.
+fn metadata_brokers_and_controller(bootstrap: &str) -> (Vec<i32>, i32) {
+    use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
+    let response: MetadataResponse = common::raw_request(
+        bootstrap,
+        ApiKey::Metadata,
+        9,
+        &MetadataRequest::default().with_topics(Some(Vec::new())),
+        Duration::from_secs(10),
+    );
+    let mut brokers: Vec<i32> = response.brokers.iter().map(|b| b.node_id.0).collect();
+    brokers.sort_unstable();
+    (brokers, response.controller_id.0)
+}

@@ -11,7 +11,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeClusterRequest) -> DescribeC
     let cluster = ctx.metadata.snapshot();
     DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(cluster.cluster_id.clone()))
-        .with_controller_id(BrokerId(cluster.controller_id))
+        .with_controller_id(BrokerId(cluster.advertised_controller_id()))
         .with_cluster_authorized_operations(authorized_operations(
             Resource::Cluster,
             request.include_cluster_authorized_operations,

@@ -117,7 +117,7 @@ pub async fn handle(
                 })
                 .collect(),
         )
-        .with_controller_id(BrokerId(cluster.controller_id))
+        .with_controller_id(BrokerId(cluster.advertised_controller_id()))
         .with_topics(topics);
     if version >= 2 {
         response =
