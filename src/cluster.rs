@@ -77,11 +77,10 @@ pub struct ClusterMetadata {
 
 impl ClusterMetadata {
     /// The controller as clients are told of it: -1 unless it is among
-    /// `brokers`. A joining broker learns the controller from ZooKeeper
-    /// before the controller's UpdateMetadata lists the live brokers;
-    /// Kafka takes both from one UpdateMetadata, and librdkafka's admin
-    /// client, told of a controller it cannot find, times out instead of
-    /// asking again.
+    /// `brokers` (Kafka's cache takes both from one UpdateMetadata).
+    /// librdkafka's admin client, told of a controller it cannot find,
+    /// waits for it instead of asking again; a joining broker therefore
+    /// lists the controller it learns from ZooKeeper (`learn_controller`).
     pub fn advertised_controller_id(&self) -> i32 {
         if self.brokers.contains_key(&self.controller_id) {
             self.controller_id

@@ -1085,13 +1085,22 @@ fn a_confirmed_newer_controller_deposes_this_one() {
             .with_controller_id(BrokerId(7))
             .with_controller_epoch(epoch + 1)
             .with_broker_epoch(-1)
-            .with_live_brokers(vec![UpdateMetadataBroker::default()
-                .with_id(BrokerId(0))
-                .with_endpoints(vec![UpdateMetadataEndpoint::default()
-                    .with_host(StrBytes::from_string(host.to_owned()))
-                    .with_port(port.parse().expect("port"))
-                    .with_listener(StrBytes::from_static_str("PLAINTEXT"))
-                    .with_security_protocol(0)])]),
+            // A controller lists itself among the live brokers; the cache
+            // names no controller that is not among them.
+            .with_live_brokers(
+                [(0, port.parse().expect("port")), (7, 9)]
+                    .into_iter()
+                    .map(|(id, port)| {
+                        UpdateMetadataBroker::default()
+                            .with_id(BrokerId(id))
+                            .with_endpoints(vec![UpdateMetadataEndpoint::default()
+                                .with_host(StrBytes::from_string(host.to_owned()))
+                                .with_port(port)
+                                .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                                .with_security_protocol(0)])
+                    })
+                    .collect(),
+            ),
         Duration::from_secs(10),
     );
     assert_eq!(

@@ -323,7 +323,7 @@ impl Controller {
                 log::info!(
                     "broker {broker_id} joined cluster {cluster_id}; broker {holder} is the controller"
                 );
-                shared.cache.update(|m| m.controller_id = holder);
+                shared.learn_controller(holder).await;
             }
         }
         let link = SupervisorLink::default();

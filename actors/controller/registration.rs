@@ -101,6 +101,46 @@ impl Shared {
         })
     }
 
+    /// Takes `holder` as the controller, and its endpoint from its
+    /// registration when the cache does not list it yet (a joining broker,
+    /// before the controller's first UpdateMetadata): clients are then
+    /// told of a controller they can reach, as Kafka's broker reads the
+    /// controller's registration for its own controlled shutdown. A
+    /// registration that cannot be read leaves the controller unnamed
+    /// (`advertised_controller_id`) until UpdateMetadata lists it.
+    pub(super) async fn learn_controller(&self, holder: i32) {
+        let known = self.cache.read(|m| m.brokers.contains_key(&holder));
+        let endpoint = if known || holder < 0 {
+            None
+        } else {
+            match self.store.get(&BrokerIdZNode::path(holder)).await {
+                Ok(Some((bytes, _))) => match BrokerIdZNode::decode(holder, &bytes) {
+                    Ok(info) => plaintext_endpoint(&info).map(|(host, port)| BrokerEndpoint {
+                        id: holder,
+                        host,
+                        port,
+                        rack: info.rack.clone(),
+                    }),
+                    Err(e) => {
+                        log::warn!("controller {holder}'s registration is unreadable: {e}");
+                        None
+                    }
+                },
+                Ok(None) => None,
+                Err(e) => {
+                    log::warn!("controller {holder}'s registration cannot be read: {e}");
+                    None
+                }
+            }
+        };
+        self.cache.update(|m| {
+            m.controller_id = holder;
+            if let Some(endpoint) = endpoint {
+                m.brokers.entry(holder).or_insert(endpoint);
+            }
+        });
+    }
+
     /// Takes up the controller role with `epoch`: learns the live brokers,
     /// finishes interrupted deletions, takes up every topic (electing
     /// leaders for partitions whose leader is gone) and tells every other
@@ -238,7 +278,7 @@ impl Shared {
             }
             None => {
                 let holder = self.controller_holder().await?;
-                self.cache.update(|m| m.controller_id = holder);
+                self.learn_controller(holder).await;
                 Ok(false)
             }
         }
