@@ -15,6 +15,29 @@ impl Shared {
         }
     }
 
+    /// Broker `id`'s endpoint and registration zxid from `/brokers/ids/<id>`;
+    /// none when it is not registered or registered no PLAINTEXT endpoint.
+    pub(super) async fn registration_of(
+        &self,
+        id: i32,
+    ) -> Result<Option<(BrokerEndpoint, i64)>, ControllerError> {
+        let Some((bytes, stat)) = self.store.get(&BrokerIdZNode::path(id)).await? else {
+            return Ok(None);
+        };
+        let info = BrokerIdZNode::decode(id, &bytes)?;
+        let Some((host, port)) = plaintext_endpoint(&info) else {
+            log::warn!("broker {id} registered no PLAINTEXT endpoint; ignored");
+            return Ok(None);
+        };
+        let endpoint = BrokerEndpoint {
+            id,
+            host,
+            port,
+            rack: info.rack.clone(),
+        };
+        Ok(Some((endpoint, stat.creation_zxid)))
+    }
+
     /// Reads `/brokers/ids` into the controller context and keeps one
     /// channel per other live broker. Returns the ids that joined and left.
     pub(super) async fn load_brokers(&self) -> Result<BrokerChanges, ControllerError> {
@@ -23,26 +46,9 @@ impl Shared {
             let Ok(id) = child.parse::<i32>() else {
                 continue;
             };
-            let Some((bytes, stat)) = self.store.get(&BrokerIdZNode::path(id)).await? else {
-                continue;
-            };
-            let info = BrokerIdZNode::decode(id, &bytes)?;
-            let Some((host, port)) = plaintext_endpoint(&info) else {
-                log::warn!("broker {id} registered no PLAINTEXT endpoint; ignored");
-                continue;
-            };
-            live.insert(
-                id,
-                (
-                    BrokerEndpoint {
-                        id,
-                        host,
-                        port,
-                        rack: info.rack.clone(),
-                    },
-                    stat.creation_zxid,
-                ),
-            );
+            if let Some(registered) = self.registration_of(id).await? {
+                live.insert(id, registered);
+            }
         }
         let changes = self.update_context(|c| c.set_registrations(live.clone()));
         for id in &changes.bounced {

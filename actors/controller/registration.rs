@@ -113,20 +113,8 @@ impl Shared {
         let endpoint = if known || holder < 0 {
             None
         } else {
-            match self.store.get(&BrokerIdZNode::path(holder)).await {
-                Ok(Some((bytes, _))) => match BrokerIdZNode::decode(holder, &bytes) {
-                    Ok(info) => plaintext_endpoint(&info).map(|(host, port)| BrokerEndpoint {
-                        id: holder,
-                        host,
-                        port,
-                        rack: info.rack.clone(),
-                    }),
-                    Err(e) => {
-                        log::warn!("controller {holder}'s registration is unreadable: {e}");
-                        None
-                    }
-                },
-                Ok(None) => None,
+            match self.registration_of(holder).await {
+                Ok(registered) => registered.map(|(endpoint, _)| endpoint),
                 Err(e) => {
                     log::warn!("controller {holder}'s registration cannot be read: {e}");
                     None
