@@ -24,7 +24,7 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use crate::actors::consumer_group::{CommitOffsets, FetchOffsets};
-use crate::actors::controller::{ControllerError, CreateTopic};
+use crate::actors::controller::{ControllerError, CreateTopic, TopicRequester};
 use crate::actors::event_bus::EventBus;
 use crate::actors::group_coordinator::{FindGroupCoordinator, ForGroup, GroupCoordinator};
 use crate::actors::partition::{
@@ -275,6 +275,7 @@ impl ExtensionContext {
             assignments: Default::default(),
             configs,
             validate_only: false,
+            requester: TopicRequester::Broker,
         })
         .await
     }
@@ -321,6 +322,7 @@ impl ExtensionContext {
             assignments,
             configs,
             validate_only: false,
+            requester: TopicRequester::Broker,
         })
         .await
     }

@@ -24,7 +24,7 @@ use super::consumer_group::{
     read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
     TopicDeleted,
 };
-use super::controller::{ControllerError, CreateTopic};
+use super::controller::{ControllerError, CreateTopic, TopicRequester};
 use super::event_bus::{BrokerEvent, EventBus, EventKind};
 use super::partition::PartitionRegistry;
 use super::pool::ActorPool;
@@ -292,6 +292,7 @@ pub fn offsets_topic(config: &CoordinatorConfig) -> CreateTopic {
             ),
         ],
         validate_only: false,
+        requester: TopicRequester::Broker,
     }
 }
 

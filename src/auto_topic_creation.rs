@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use crate::actors::controller::{ControllerError, CreateTopic};
+use crate::actors::controller::{ControllerError, CreateTopic, TopicRequester};
 use crate::actors::group_coordinator::{offsets_topic, CoordinatorConfig};
 use crate::broker_context::BrokerContext;
 use crate::cluster::TopicMetadata;
@@ -49,6 +49,7 @@ fn auto_create_request(ctx: &BrokerContext, name: &str) -> CreateTopic {
             assignments: BTreeMap::new(),
             configs: Vec::new(),
             validate_only: false,
+            requester: TopicRequester::Broker,
         }
     }
 }

@@ -1031,3 +1031,313 @@ fn metadata_brokers_and_controller(bootstrap: &str) -> (Vec<i32>, i32) {
     brokers.sort_unstable();
     (brokers, response.controller_id.0)
 }
+
+/// Off the active controller, CreateTopics, CreatePartitions and
+/// DeleteTopics answer NOT_CONTROLLER and write nothing, as Kafka's
+/// `KafkaApis` answers them (before, a standby wrote the topic itself, as
+/// `AdminZkClient` would). Clients whose metadata still names an old
+/// controller retry at the new one: the controller is SIGSTOPped past its
+/// ZooKeeper session, the standby takes over, the old one comes back as a
+/// standby, and librdkafka, kafka-python and KafkaJS admin clients, each
+/// started against the old controller before the move, create a topic.
+#[test]
+fn only_the_active_controller_creates_and_deletes_topics() {
+    use kafka_protocol::error::ResponseError;
+    let mut cluster = Cluster::start(2);
+    let mut controller = -1;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(0..2).contains(&controller) {
+        assert!(Instant::now() < deadline, "no controller elected");
+        std::thread::sleep(Duration::from_millis(200));
+        let (brokers, named) = metadata_brokers_and_controller(&cluster.bootstrap(0));
+        if brokers == [0, 1]
+            && metadata_brokers_and_controller(&cluster.bootstrap(1)) == (vec![0, 1], named)
+        {
+            controller = named;
+        }
+    }
+    let standby = 1 - controller;
+    create_replicated_topic(&cluster.bootstrap(controller), "kept", 1, 2);
+    cluster.wait_for(&[0, 1], "kept", "kept led", |leaders, _, _| {
+        leaders.len() == 1 && leaders.values().all(|&l| l >= 0)
+    });
+
+    let at_standby = cluster.bootstrap(standby);
+    let not_controller = ResponseError::NotController.code();
+    assert_eq!(
+        raw_topic_request(&at_standby, RawTopicRequest::Create("refused")),
+        not_controller
+    );
+    assert_eq!(
+        raw_topic_request(&at_standby, RawTopicRequest::AddPartitions("kept", 3)),
+        not_controller
+    );
+    assert_eq!(
+        raw_topic_request(&at_standby, RawTopicRequest::Delete("kept")),
+        not_controller
+    );
+    assert_eq!(
+        cluster.read_znodes(&[
+            "/brokers/topics/refused".to_string(),
+            "/admin/delete_topics/kept".to_string(),
+        ]),
+        vec![None, None],
+        "a standby writes no topic and no deletion mark"
+    );
+    assert_eq!(
+        cluster.replicas(controller, "kept").len(),
+        1,
+        "kept keeps 1 partition"
+    );
+    // At the controller the same requests succeed.
+    let at_controller = cluster.bootstrap(controller);
+    assert_eq!(
+        raw_topic_request(&at_controller, RawTopicRequest::AddPartitions("kept", 3)),
+        0
+    );
+
+    // Admin clients that learn the controller now, and act after it moved.
+    let old = controller;
+    let at_old = cluster.bootstrap(old);
+    let rdkafka_admin = admin(&at_old);
+    rdkafka_admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("librdkafka learns the cluster");
+    let python = Interactive::start(
+        common::require_tool("python3"),
+        &[
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/python/stale_controller_admin.py"
+            ),
+            "--bootstrap",
+            &at_old,
+            "via-kafka-python",
+        ],
+        None,
+    );
+    let node = Interactive::start(
+        common::require_tool("node"),
+        &["stale_controller_admin.js", &at_old, "via-kafkajs"],
+        Some(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node")),
+    );
+    let ready = format!("READY {old}");
+    assert_eq!(python.line(Duration::from_secs(30)), ready, "kafka-python");
+    assert_eq!(node.line(Duration::from_secs(30)), ready, "KafkaJS");
+
+    let old_pid = cluster.brokers[&old].pid() as i32;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(old_pid, libc::SIGSTOP) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metadata_brokers_and_controller(&cluster.bootstrap(standby)).1 != standby {
+        assert!(
+            Instant::now() < deadline,
+            "broker {standby} never took over"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(old_pid, libc::SIGCONT) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metadata_brokers_and_controller(&at_old) != (vec![0, 1], standby)
+        || metadata_brokers_and_controller(&cluster.bootstrap(standby)) != (vec![0, 1], standby)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "broker {old} never came back as a standby"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let refused_before = cluster
+        .brokers
+        .get_mut(&old)
+        .expect("running")
+        .count_lines("this broker is not the controller");
+
+    python.go();
+    node.go();
+    // librdkafka hands NOT_CONTROLLER to the application instead of
+    // retrying (as against Kafka, whose answer this is); its metadata
+    // refresh finds the new controller and the application's retry
+    // creates the topic.
+    let mut attempts = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let created = block_on(rdkafka_admin.create_topics(
+            &[rdkafka::admin::NewTopic::new(
+                "via-librdkafka",
+                1,
+                rdkafka::admin::TopicReplication::Fixed(2),
+            )],
+            &admin_options(Duration::from_secs(30)),
+        ))
+        .expect("CreateTopics answered");
+        let outcome = created[0].clone().map(|_| ()).map_err(|(_, code)| code);
+        attempts.push(outcome);
+        match outcome {
+            Ok(()) => break,
+            Err(rdkafka::types::RDKafkaErrorCode::NotController) if Instant::now() < deadline => {
+                let _ = rdkafka_admin
+                    .inner()
+                    .fetch_metadata(None, Duration::from_secs(10));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(code) => panic!("librdkafka: {code:?} after {attempts:?}"),
+        }
+    }
+    eprintln!("librdkafka's attempts: {attempts:?}");
+    assert_eq!(
+        python.line(Duration::from_secs(60)),
+        "OK via-kafka-python",
+        "kafka-python"
+    );
+    assert_eq!(
+        node.line(Duration::from_secs(60)),
+        "OK via-kafkajs",
+        "KafkaJS"
+    );
+    for topic in ["via-librdkafka", "via-kafka-python", "via-kafkajs"] {
+        cluster.wait_for(&[0, 1], topic, "the topic led", |leaders, _, _| {
+            leaders.len() == 1 && leaders.values().all(|&l| l >= 0)
+        });
+    }
+    // Which clients went to the old controller first is theirs to decide
+    // (KafkaJS refreshes its metadata before each attempt); each refusal
+    // is a retry that ended in a created topic.
+    let refused = cluster
+        .brokers
+        .get_mut(&old)
+        .expect("running")
+        .count_lines("this broker is not the controller")
+        - refused_before;
+    eprintln!("the old controller refused {refused} CreateTopics; every client created its topic");
+}
+
+enum RawTopicRequest<'a> {
+    Create(&'a str),
+    AddPartitions(&'a str, i32),
+    Delete(&'a str),
+}
+
+/// One raw CreateTopics, CreatePartitions or DeleteTopics (so that an error
+/// comes back as it is: a client library would retry NOT_CONTROLLER);
+/// answers the topic's error code.
+fn raw_topic_request(bootstrap: &str, request: RawTopicRequest<'_>) -> i16 {
+    use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::StrBytes;
+    let name = |topic: &str| TopicName(StrBytes::from_string(topic.to_owned()));
+    let timeout = Duration::from_secs(30);
+    match request {
+        RawTopicRequest::Create(topic) => {
+            let response: CreateTopicsResponse = common::raw_request(
+                bootstrap,
+                ApiKey::CreateTopics,
+                5,
+                &CreateTopicsRequest::default()
+                    .with_timeout_ms(10_000)
+                    .with_topics(vec![CreatableTopic::default()
+                        .with_name(name(topic))
+                        .with_num_partitions(1)
+                        .with_replication_factor(2)]),
+                timeout,
+            );
+            response.topics[0].error_code
+        }
+        RawTopicRequest::AddPartitions(topic, count) => {
+            let response: CreatePartitionsResponse = common::raw_request(
+                bootstrap,
+                ApiKey::CreatePartitions,
+                2,
+                &CreatePartitionsRequest::default()
+                    .with_timeout_ms(10_000)
+                    .with_topics(vec![CreatePartitionsTopic::default()
+                        .with_name(name(topic))
+                        .with_count(count)
+                        .with_assignments(None)]),
+                timeout,
+            );
+            response.results[0].error_code
+        }
+        RawTopicRequest::Delete(topic) => {
+            let response: DeleteTopicsResponse = common::raw_request(
+                bootstrap,
+                ApiKey::DeleteTopics,
+                4,
+                &DeleteTopicsRequest::default()
+                    .with_timeout_ms(10_000)
+                    .with_topic_names(vec![name(topic)]),
+                timeout,
+            );
+            response.responses[0].error_code
+        }
+    }
+}
+
+/// A client process driven line by line: its stdout lines arrive on a
+/// channel; `go` writes a line to its stdin. Killed when dropped.
+struct Interactive {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stdin: std::sync::Mutex<Option<std::process::ChildStdin>>,
+}
+
+impl Interactive {
+    fn start(program: std::path::PathBuf, args: &[&str], dir: Option<&str>) -> Interactive {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut command = Command::new(program);
+        command
+            .env_remove("LD_LIBRARY_PATH")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
+        let mut child = command.spawn().expect("the client starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Interactive {
+            child,
+            lines,
+            stdin: std::sync::Mutex::new(stdin),
+        }
+    }
+
+    /// The next line it prints (bounded).
+    fn line(&self, timeout: Duration) -> String {
+        self.lines
+            .recv_timeout(timeout)
+            .unwrap_or_else(|e| panic!("no line from the client in {timeout:?}: {e}"))
+    }
+
+    fn go(&self) {
+        use std::io::Write;
+        let mut stdin = self.stdin.lock().expect("stdin lock");
+        if let Some(stdin) = stdin.as_mut() {
+            stdin
+                .write_all(b"go\n")
+                .expect("the client reads its stdin");
+            stdin.flush().expect("flush");
+        }
+    }
+}
+
+impl Drop for Interactive {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -692,8 +692,24 @@ controller_request!(
         assignments: BTreeMap<i32, Vec<i32>>,
         configs: Vec<(String, String)>,
         validate_only: bool,
+        /// Who asks: a CreateTopics request off the active controller is
+        /// NOT_CONTROLLER, a broker's own creation is written anywhere.
+        requester: TopicRequester,
     } -> TopicMetadata, create_topic
 );
+
+/// Who asks for a topic to be created. Kafka answers a CreateTopics
+/// request NOT_CONTROLLER on any broker but the active controller
+/// (`KafkaApis.handleCreateTopicsRequest`; the client refreshes its
+/// metadata and asks the controller), while a broker's own creations
+/// (auto-creation, the offsets topic, an extension's topics) are written
+/// to the metadata store from any broker, as ZooKeeper-era Kafka's
+/// AdminZkClient does, for the controller's watch to take up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicRequester {
+    CreateTopicsRequest,
+    Broker,
+}
 
 controller_request!(
     /// Raise a topic's partition count to `count`.

@@ -286,6 +286,9 @@ impl Shared {
         &self,
         request: CreateTopic,
     ) -> Result<TopicMetadata, ControllerError> {
+        if request.requester == TopicRequester::CreateTopicsRequest && !self.is_active() {
+            return Err(ControllerError::NotController);
+        }
         let name = request.name;
         validate_topic_name(&name).map_err(|e| ControllerError::InvalidTopic(e.to_string()))?;
         if self.has_topic(&name) || self.store.get(&TopicZNode::path(&name)).await?.is_some() {
@@ -484,19 +487,17 @@ impl Shared {
         ops
     }
 
+    /// A DeleteTopics request's topic: off the active controller it is
+    /// NOT_CONTROLLER, as in Kafka (`KafkaApis.handleDeleteTopicsRequest`).
     pub(super) async fn delete_topic(&self, name: String) -> Result<(), ControllerError> {
+        if !self.is_active() {
+            return Err(ControllerError::NotController);
+        }
         if !self.config.delete_topic_enable {
             return Err(ControllerError::DeletionDisabled);
         }
         if !self.has_topic(&name) {
             return Err(ControllerError::UnknownTopic(name));
-        }
-        if !self.is_active() {
-            // The mark alone: the controller's watch deletes the topic.
-            return Ok(self
-                .store
-                .create_if_missing(&DeleteTopicsTopicZNode::path(&name))
-                .await?);
         }
         // The marker makes an interrupted deletion finish at the next start.
         self.store
@@ -635,6 +636,11 @@ impl Shared {
         &self,
         request: CreatePartitions,
     ) -> Result<(), ControllerError> {
+        // Off the active controller a CreatePartitions request is
+        // NOT_CONTROLLER, as in Kafka (`handleCreatePartitionsRequest`).
+        if !self.is_active() {
+            return Err(ControllerError::NotController);
+        }
         let name = request.name;
         let Some(topic) = self.topic(&name) else {
             return Err(ControllerError::UnknownTopic(name));
@@ -689,23 +695,6 @@ impl Shared {
             .map(|(&p, m)| (p, m.replicas.clone()))
             .collect();
         assignment.extend(added);
-        if !self.is_active() {
-            // Kafka's AdminZkClient.addPartitions from any broker: the new
-            // assignment alone; the controller's watch on the topic znode
-            // elects the new partitions' leaders.
-            self.store
-                .set(
-                    &TopicZNode::path(&name),
-                    TopicZNode::encode(&assignment, topic.topic_id),
-                    None,
-                )
-                .await?;
-            log::info!(
-                "wrote {} partitions for topic {name} for the controller",
-                assignment.len()
-            );
-            return Ok(());
-        }
         let mut ops = vec![StoreOp::Set {
             path: TopicZNode::path(&name),
             data: TopicZNode::encode(&assignment, topic.topic_id),

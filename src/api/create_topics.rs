@@ -11,7 +11,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
-use crate::actors::controller::{CreateTopic, ControllerError};
+use crate::actors::controller::{ControllerError, CreateTopic, TopicRequester};
 use crate::cluster::TopicMetadata;
 
 pub async fn handle(
@@ -49,6 +49,7 @@ pub async fn handle(
                 assignments,
                 configs,
                 validate_only: request.validate_only,
+                requester: TopicRequester::CreateTopicsRequest,
             })
             .await
             .unwrap_or(Err(ControllerError::Stopped));

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -45,12 +46,16 @@ class ClusterTest {
     }
 
     private static void waitForLeaders(Admin admin, String topic, int partitions) throws Exception {
+        waitForLeaders(admin, topic, partitions, BROKERS);
+    }
+
+    private static void waitForLeaders(Admin admin, String topic, int partitions, int isr) throws Exception {
         Instant deadline = Instant.now().plus(Clients.WAIT);
         while (Instant.now().isBefore(deadline)) {
             try {
                 TopicDescription described = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
                 if (described.partitions().size() == partitions && described.partitions().stream()
-                        .allMatch(p -> p.leader() != null && p.isr().size() == BROKERS)) {
+                        .allMatch(p -> p.leader() != null && p.isr().size() == isr)) {
                     return;
                 }
             } catch (Exception notYet) {
@@ -113,6 +118,63 @@ class ClusterTest {
                             Clients.partitionsOf(topic, partitions), Map.of()));
                     assertNotEquals(-1, victim);
                 }
+            } finally {
+                for (Ferrolog broker : brokers) {
+                    broker.close();
+                }
+            }
+        } finally {
+            dirs.forEach(Clients::deleteTree);
+        }
+    }
+
+    /** The controller as an admin client bootstrapped on `broker` alone sees it; -1 on no answer. */
+    private static int controllerSeenBy(Ferrolog broker) {
+        try (Admin admin = Clients.admin(broker.bootstrap())) {
+            var controller = admin.describeCluster(new DescribeClusterOptions().timeoutMs(3000))
+                    .controller().get();
+            return controller == null ? -1 : controller.id();
+        } catch (Exception noAnswer) {
+            return -1;
+        }
+    }
+
+    /**
+     * An admin client whose metadata names an old controller creates a
+     * topic: the old controller (SIGSTOPped past its ZooKeeper session,
+     * then resumed as a standby) answers NOT_CONTROLLER, as Kafka does,
+     * and the Java client finds the new controller and asks it.
+     */
+    @Test
+    void anAdminClientWithAStaleControllerCreatesTopicsAtTheNewOne() throws Exception {
+        List<Path> dirs = new ArrayList<>();
+        try (ZooKeeper zk = ZooKeeper.start()) {
+            List<Ferrolog> brokers = startCluster(zk, dirs);
+            try (Admin admin = Clients.admin(bootstrap(brokers))) {
+                int old = admin.describeCluster().controller().get().id();
+                Ferrolog stale = brokers.get(old);
+                Ferrolog other = brokers.get((old + 1) % BROKERS);
+                stale.pause();
+                int next = -1;
+                Instant deadline = Instant.now().plus(Clients.WAIT);
+                while (next == -1 || next == old) {
+                    assertTrue(Instant.now().isBefore(deadline), "no broker took over from controller " + old);
+                    Thread.sleep(200);
+                    next = controllerSeenBy(other);
+                }
+                stale.resume();
+                while (controllerSeenBy(stale) != next) {
+                    assertTrue(Instant.now().isBefore(deadline), "broker " + old + " never named controller " + next);
+                    Thread.sleep(200);
+                }
+                String topic = Clients.unique("stale-controller");
+                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 2))).all().get();
+                waitForLeaders(admin, topic, 2, 2);
+                assertNotEquals(old, next);
+                // Whether the client asked the old controller first is its own
+                // choice (a metadata refresh in between skips it); print it.
+                System.out.println("stale controller " + old + " refused a CreateTopics: "
+                        + stale.logged("refused: this broker is not the controller"));
             } finally {
                 for (Ferrolog broker : brokers) {
                     broker.close();

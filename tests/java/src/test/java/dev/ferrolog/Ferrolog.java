@@ -141,6 +141,23 @@ final class Ferrolog implements AutoCloseable {
         process.waitFor(30, TimeUnit.SECONDS);
     }
 
+    /** SIGSTOP: the process stands still, its sockets and ZooKeeper session open. */
+    void pause() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause}. */
+    void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -" + name + " " + process.pid() + " failed");
+        }
+    }
+
     /** Starts the broker again on the same port and directory. */
     void restart() throws IOException {
         launch(bootstrap);
