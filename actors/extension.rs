@@ -17,6 +17,7 @@
 //! It never hands an extension a file, an internal actor address, or a way
 //! around the high watermark.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -36,8 +37,10 @@ use crate::actors::pool::ActorPool;
 pub use crate::actors::supervisor::SupervisorLink;
 use crate::actors::supervisor::{supervise, ChildSpec, Escalation};
 use crate::clock::SharedClock;
+use crate::cluster::BrokerEndpoint;
 use crate::cluster::MetadataCache;
 use crate::group::records::OffsetAndMetadata;
+use crate::net::coordinator_client::{CoordinatorClient, CoordinatorClientError};
 use crate::storage::records::{decode_entries, encode_batch};
 use crate::topic_partition::TopicPartition;
 
@@ -182,21 +185,43 @@ pub struct ExtensionContext {
 }
 
 /// Where an extension's positions are kept: the group coordinator, under
-/// the group `ferrolog.extension.<name>`.
+/// the group `ferrolog.extension.<name>`; this broker's, or over the wire
+/// the broker that coordinates the group (as a consumer commits).
 #[derive(Clone)]
 pub(crate) struct PositionStore {
+    broker_id: i32,
     fetch: Recipient<ForGroup<FetchOffsets>>,
     commit: Recipient<ForGroup<CommitOffsets>>,
     find_coordinator: Recipient<FindGroupCoordinator>,
+    remote: Arc<CoordinatorClient>,
 }
 
 impl PositionStore {
-    pub(crate) fn of(groups: &Addr<GroupCoordinator>) -> Self {
+    pub(crate) fn of(groups: &Addr<GroupCoordinator>, broker_id: i32) -> Self {
         PositionStore {
+            broker_id,
             fetch: groups.clone().recipient(),
             commit: groups.clone().recipient(),
             find_coordinator: groups.clone().recipient(),
+            remote: Arc::new(CoordinatorClient::new(format!(
+                "ferrolog-extensions-{broker_id}"
+            ))),
         }
+    }
+}
+
+/// Where a group request was answered: by this broker's coordinator, or
+/// not, because `At` coordinates the group.
+enum GroupAnswer<T> {
+    Here(Option<T>),
+    At(BrokerEndpoint),
+}
+
+fn remote_error(what: &'static str, e: CoordinatorClientError) -> ExtensionError {
+    ExtensionError::Kafka {
+        what,
+        code: e.code(),
+        message: e.to_string(),
     }
 }
 
@@ -523,7 +548,7 @@ impl ExtensionContext {
         &self,
         tp: &TopicPartition,
     ) -> Result<Option<i64>, ExtensionError> {
-        let reply = self
+        let reply = match self
             .ask_group(
                 &self.positions.fetch,
                 FetchOffsets {
@@ -531,7 +556,18 @@ impl ExtensionContext {
                 },
                 false,
             )
-            .await?;
+            .await?
+        {
+            GroupAnswer::Here(reply) => reply,
+            GroupAnswer::At(coordinator) => {
+                return self
+                    .positions
+                    .remote
+                    .fetch_offset(&coordinator, &self.position_group(), tp)
+                    .await
+                    .map_err(|e| remote_error("position", e));
+            }
+        };
         Ok(reply.and_then(|offsets| {
             offsets
                 .into_iter()
@@ -552,7 +588,7 @@ impl ExtensionContext {
             metadata: String::new(),
             commit_timestamp_ms: self.clock.now_ms(),
         };
-        let reply = self
+        let reply = match self
             .ask_group(
                 &self.positions.commit,
                 CommitOffsets {
@@ -563,7 +599,18 @@ impl ExtensionContext {
                 },
                 true,
             )
-            .await?;
+            .await?
+        {
+            GroupAnswer::Here(reply) => reply,
+            GroupAnswer::At(coordinator) => {
+                return self
+                    .positions
+                    .remote
+                    .commit_offset(&coordinator, &self.position_group(), tp, offset)
+                    .await
+                    .map_err(|e| remote_error("commit position", e));
+            }
+        };
         match reply {
             Some(codes) => match codes.into_iter().find(|(_, c)| *c != 0) {
                 None => Ok(()),
@@ -586,7 +633,7 @@ impl ExtensionContext {
         group: &Recipient<ForGroup<M>>,
         request: M,
         create: bool,
-    ) -> Result<Option<T>, ExtensionError>
+    ) -> Result<GroupAnswer<T>, ExtensionError>
     where
         M: Message<Result = Result<T, ResponseError>> + Send + 'static,
         T: Send + 'static,
@@ -597,17 +644,23 @@ impl ExtensionContext {
             create,
         };
         match group.send(ask).await {
-            Ok(Ok(reply)) => Ok(reply),
+            Ok(Ok(reply)) => Ok(GroupAnswer::Here(reply)),
             Ok(Err(e)) => {
                 // As a client would: find the coordinator, which creates
-                // and loads `__consumer_offsets` on first use; retry later.
-                let _ = self
+                // and loads `__consumer_offsets` on first use, and ask it
+                // when it is another broker; otherwise retry later.
+                let found = self
                     .positions
                     .find_coordinator
                     .send(FindGroupCoordinator {
                         group_id: self.position_group(),
                     })
                     .await;
+                if let (ResponseError::NotCoordinator, Ok(Ok(coordinator))) = (&e, found) {
+                    if coordinator.id != self.positions.broker_id {
+                        return Ok(GroupAnswer::At(coordinator));
+                    }
+                }
                 Err(ExtensionError::Kafka {
                     what: "position",
                     code: e.code(),

@@ -339,7 +339,7 @@ impl BrokerBuilder {
             produce_path.clone(),
             cache.clone(),
             controller.clone().recipient(),
-            PositionStore::of(&groups),
+            PositionStore::of(&groups, config.broker_id.max(0)),
             events.clone(),
             clock.clone(),
         );

@@ -79,8 +79,8 @@ fn three_brokers_share_a_topic() {
     produce(&cluster.bootstrap(2), "spread", 0..120);
     assert_eq!(consume(&cluster.bootstrap(1), "spread", 120).len(), 120);
 
-    // Partitions added through a broker that is not the controller (the
-    // controller's watch on the topic znode takes them up).
+    // Partitions added by an admin client bootstrapped on a broker that is
+    // not the controller (librdkafka sends it to the controller).
     let added = block_on(admin(&cluster.bootstrap(via)).create_partitions(
         &[rdkafka::admin::NewPartitions::new("spread", 9)],
         &admin_options(Duration::from_secs(30)),
@@ -91,8 +91,8 @@ fn three_brokers_share_a_topic() {
         leaders.len() == 9 && leaders.values().all(|&l| l >= 0)
     });
 
-    // A topic deleted through a broker that is not the controller (the
-    // /admin/delete_topics mark) disappears from every broker.
+    // A topic deleted by an admin client bootstrapped on a broker that is
+    // not the controller disappears from every broker.
     let deleted = block_on(
         admin(&cluster.bootstrap(via))
             .delete_topics(&["two-racks"], &admin_options(Duration::from_secs(30))),

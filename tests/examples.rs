@@ -5,7 +5,7 @@
 //! written) on SIGTERM or when its `--seconds` are up.
 //!
 //! Integration tests do not get example binaries, so the first test to need
-//! one builds the three examples once (`cargo build --example ...
+//! one builds the examples once (`cargo build --example ...
 //! --offline`, same target dir and profile as this test binary) and runs
 //! them from `target/<profile>/examples/`.
 
@@ -17,12 +17,13 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "embedded_broker",
     "producer",
     "consumer",
     "stream_tap",
     "topic_counter",
+    "file_sink",
 ];
 
 /// `target/<profile>`, found from this test binary (`target/<profile>/deps/examples-*`).
@@ -556,20 +557,8 @@ fn stream_tap_copies_exactly_once_on_a_three_broker_cluster_with_a_leader_killed
             "leader.imbalance.check.interval.seconds=2".to_string(),
             "leader.imbalance.per.broker.percentage=0".to_string(),
         ];
-        let mut args = vec![
-            "--source".to_string(),
-            "words".to_string(),
-            "--destination".to_string(),
-            "WORDS".to_string(),
-            "--port".to_string(),
-            port.to_string(),
-        ];
-        for setting in settings {
-            args.push("--set".to_string());
-            args.push(setting);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        EmbeddedBroker::start_example("stream_tap", dirs[id].path(), &args)
+        let args = ["--source", "words", "--destination", "WORDS"];
+        start_in_cluster("stream_tap", dirs[id].path(), port, &args, &settings)
     };
     let mut brokers: Vec<Option<EmbeddedBroker>> = (0..3).map(|id| Some(start(id, 0))).collect();
     let addresses: Vec<String> = brokers
@@ -602,6 +591,193 @@ fn stream_tap_copies_exactly_once_on_a_three_broker_cluster_with_a_leader_killed
     brokers[leader as usize] = Some(start(leader as usize, port));
     let copied = consume_all(&all, "WORDS", 3, total);
     assert_copied_exactly_once(&copied, total);
+}
+
+/// `file_sink` on each broker of a 3-broker cluster: each sink writes the
+/// partitions its broker leads through `subscribe_records`, whose positions
+/// live in `__consumer_offsets` under one group, so two of the three
+/// brokers commit at a coordinator on another broker (issue 22: before,
+/// their sinks could neither read nor commit a position and wrote
+/// nothing). Every record is written once, at its offset; the group's
+/// committed offsets reach each partition's end; after every broker is
+/// restarted (leaders move, and a sink resumes partitions another broker's
+/// sink committed) more records follow and still each is written once.
+#[test]
+fn file_sinks_commit_their_positions_at_the_coordinator_on_every_broker() {
+    let zk = common::zookeeper::ZooKeeperServer::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let outs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let start = |id: usize, port: u16| {
+        let settings = [
+            format!("zookeeper.connect={}/sink", zk.connect_string()),
+            format!("broker.id={id}"),
+            "zookeeper.session.timeout.ms=4000".to_string(),
+            "offsets.topic.replication.factor=3".to_string(),
+            "default.replication.factor=3".to_string(),
+        ];
+        let out = outs[id].path().display().to_string();
+        let args = ["--topic", "orders", "--out", out.as_str()];
+        start_in_cluster("file_sink", dirs[id].path(), port, &args, &settings)
+    };
+    let mut brokers: Vec<EmbeddedBroker> = (0..3).map(|id| start(id, 0)).collect();
+    let addresses: Vec<String> = brokers.iter().map(|b| b.address.clone()).collect();
+    let all = addresses.join(",");
+    let partitions = 6;
+    create_replicated_topic(&all, "orders", partitions, 3);
+    produce(&all, "orders", partitions, 0..3000, |i| {
+        format!("order-{i}")
+    });
+    let written = wait_for_sink_lines(&outs, 3000);
+    assert_written_once(&written, partitions, 3000);
+    for (id, out) in outs.iter().enumerate() {
+        assert!(
+            std::fs::read_dir(out.path()).map_or(0, |d| d.count()) > 0,
+            "broker {id}'s sink wrote nothing: it leads a partition of orders"
+        );
+    }
+    wait_for_committed(&all, "orders", partitions, 3000 / partitions as i64);
+
+    for (id, broker) in brokers.iter_mut().enumerate() {
+        let (status, said) = broker.terminate();
+        assert!(status.success(), "broker {id}: {said:?}");
+    }
+    let ports: Vec<u16> = addresses
+        .iter()
+        .map(|a| {
+            a.rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("host:port")
+        })
+        .collect();
+    brokers = (0..3).rev().map(|id| start(id, ports[id])).collect();
+    produce(&all, "orders", partitions, 3000..4200, |i| {
+        format!("order-{i}")
+    });
+    let written = wait_for_sink_lines(&outs, 4200);
+    assert_written_once(&written, partitions, 4200);
+    wait_for_committed(&all, "orders", partitions, 4200 / partitions as i64);
+    drop(brokers);
+}
+
+/// Every `(partition, offset, value)` line the sinks wrote into `outs`,
+/// once at least `expected` are there (bounded), and a quiet second more.
+fn wait_for_sink_lines(outs: &[tempfile::TempDir], expected: usize) -> Vec<(i32, i64, String)> {
+    let read = || {
+        let mut lines = Vec::new();
+        for out in outs {
+            let Ok(files) = std::fs::read_dir(out.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let name = file.file_name().to_string_lossy().to_string();
+                let partition: i32 = name
+                    .trim_end_matches(".txt")
+                    .rsplit('-')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .expect("<topic>-<partition>.txt");
+                let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+                for line in text.lines() {
+                    let (offset, value) = line.split_once('\t').expect("offset<TAB>value");
+                    lines.push((
+                        partition,
+                        offset.parse().expect("an offset"),
+                        value.to_string(),
+                    ));
+                }
+            }
+        }
+        lines
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let lines = read();
+        if lines.len() >= expected {
+            std::thread::sleep(Duration::from_secs(1));
+            return read();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sinks wrote {} of {expected} records",
+            lines.len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Record i (`order-i`, sent to partition i % partitions in order) is
+/// written exactly once, at the offset i / partitions of its partition.
+fn assert_written_once(written: &[(i32, i64, String)], partitions: i32, total: usize) {
+    let mut seen = std::collections::BTreeMap::new();
+    for (partition, offset, value) in written {
+        let previous = seen.insert((*partition, *offset), value.clone());
+        assert!(
+            previous.is_none(),
+            "{partition}/{offset} written twice: {previous:?} and {value}"
+        );
+    }
+    assert_eq!(seen.len(), total, "records written");
+    for i in 0..total {
+        let at = (i as i32 % partitions, (i / partitions as usize) as i64);
+        assert_eq!(seen.get(&at), Some(&format!("order-{i}")), "at {at:?}");
+    }
+}
+
+/// Waits (bounded) until the sinks' group has committed `end` on every
+/// partition of `topic`, as a consumer's OffsetFetch sees it.
+fn wait_for_committed(bootstrap: &str, topic: &str, partitions: i32, end: i64) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = client(bootstrap)
+        .set("group.id", format!("ferrolog.extension.file-sink.{topic}"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut list = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        list.add_partition(topic, p);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed: Vec<Option<i64>> =
+            match consumer.committed_offsets(list.clone(), Duration::from_secs(10)) {
+                Ok(found) => found
+                    .elements()
+                    .iter()
+                    .map(|e| match e.offset() {
+                        rdkafka::Offset::Offset(o) => Some(o),
+                        _ => None,
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+        if committed.len() == partitions as usize && committed.iter().all(|c| *c == Some(end)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sinks' committed positions {committed:?}, expected {end} on each partition"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Example `name` as one broker of a cluster: its own `args`, listening
+/// on `port` (0: any), with each of `settings` as a `--set`.
+fn start_in_cluster(
+    name: &str,
+    log_dir: &Path,
+    port: u16,
+    args: &[&str],
+    settings: &[String],
+) -> EmbeddedBroker {
+    let port = port.to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--port", port.as_str()]);
+    for setting in settings {
+        all.extend(["--set", setting.as_str()]);
+    }
+    EmbeddedBroker::start_example(name, log_dir, &all)
 }
 
 /// The leader of `topic`-`partition` as Metadata says.

@@ -1,5 +1,6 @@
 //! CreateTopics (key 19), v0-7. Every topic goes to the controller;
-//! results come back per topic. Auto-creation for Metadata and Produce is
+//! results come back per topic. Off the active controller each topic is
+//! NOT_CONTROLLER, as in Kafka. Auto-creation for Metadata and Produce is
 //! `crate::auto_topic_creation`.
 
 use std::collections::BTreeMap;

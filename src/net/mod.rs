@@ -2,13 +2,15 @@
 //! frames, file regions included, with `sendfile(2)`.
 //!
 //! It knows nothing of Kafka messages (that is `protocol`; `client` only
-//! sends typed ones to another broker) nor of actors (that is
+//! sends typed ones to another broker, `coordinator_client` a group's
+//! OffsetFetch and OffsetCommit through it) nor of actors (that is
 //! `actors/connection.rs`). A declared frame length is checked
 //! against `socket.request.max.bytes` before anything is allocated, and
 //! memory then follows the bytes that actually arrive (at most 16 times
 //! them, so a large frame is not grown and copied chunk by chunk).
 
 pub mod client;
+pub mod coordinator_client;
 mod frame_buffers;
 
 pub use frame_buffers::FrameBuffers;
