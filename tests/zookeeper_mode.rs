@@ -1121,17 +1121,14 @@ fn a_confirmed_newer_controller_deposes_this_one() {
     // The step-down reaches the controller actor after the answer.
     broker.wait_for_line("is current: this broker", Duration::from_secs(10));
     let answer = raw_create_topic(&broker.bootstrap, "after");
-    // A standby writes the assignment for the controller to take up, as
-    // Kafka's AdminZkClient does; an active controller would have elected
-    // the leader (written the partition state) before answering.
-    assert_eq!(answer.topics[0].error_code, 0);
-    assert!(zk_root.get("/deposed/brokers/topics/after").is_some());
-    assert!(
-        zk_root
-            .get("/deposed/brokers/topics/after/partitions/0/state")
-            .is_none(),
+    // A standby answers CreateTopics NOT_CONTROLLER, as Kafka does, and
+    // writes nothing; an active controller would have created the topic.
+    assert_eq!(
+        answer.topics[0].error_code,
+        kafka_protocol::error::ResponseError::NotController.code(),
         "the deposed controller still acts as controller"
     );
+    assert!(zk_root.get("/deposed/brokers/topics/after").is_none());
 }
 
 /// Issue 20, hole 4: the election is one transaction. The first controller
