@@ -92,6 +92,8 @@ async fn read_requests(
     idle: Duration,
 ) {
     let produce_order = ProduceOrder::default();
+    // PLAINTEXT: every request is User:ANONYMOUS's.
+    let session = Arc::new(crate::security::Session::anonymous(peer.ip()));
     loop {
         let read = read_request_frame(
             &mut reader,
@@ -117,6 +119,7 @@ async fn read_requests(
                 // Tickets are taken in read order: appends follow it.
                 let origin = RequestOrigin {
                     peer,
+                    session: session.clone(),
                     produce_turn: matches!(request.api, ApiKey::Produce)
                         .then(|| produce_order.ticket()),
                 };

@@ -41,6 +41,7 @@ use crate::cluster::BrokerEndpoint;
 use crate::cluster::MetadataCache;
 use crate::group::records::OffsetAndMetadata;
 use crate::net::coordinator_client::{CoordinatorClient, CoordinatorClientError};
+use crate::security::Session;
 use crate::storage::records::{decode_entries, encode_batch};
 use crate::topic_partition::TopicPartition;
 
@@ -67,6 +68,7 @@ pub(crate) fn starter<E: Extension>(extension: E) -> ExtensionStarter {
     Box::new(move |mut context: ExtensionContext, pool: &ActorPool| {
         let name = extension.name();
         context.name = name.clone();
+        context.session = extension_session(&name);
         let link = context.link.clone();
         let arbiter = pool.pick(&name);
         let spec = ChildSpec::new(format!("extension {name}"), Escalation::Degrade);
@@ -172,6 +174,9 @@ pub struct Leadership {
 #[derive(Clone)]
 pub struct ExtensionContext {
     name: String,
+    /// Who the extension is to the authorizer: `User:<name>` from
+    /// 127.0.0.1; grant it ACLs (or `super.users`) as a client.
+    session: Session,
     /// The client's append path: an extension's produce takes the same
     /// checks and acks as a client's.
     produce_path: ProducePath,
@@ -225,6 +230,14 @@ fn remote_error(what: &'static str, e: CoordinatorClientError) -> ExtensionError
     }
 }
 
+/// An extension's principal, `User:<extension name>`, from the loopback.
+fn extension_session(name: &str) -> Session {
+    Session {
+        principal: crate::security::KafkaPrincipal::user(name),
+        host: std::net::Ipv4Addr::LOCALHOST.to_string(),
+    }
+}
+
 /// Bound on one read: what a consumer's default `max.partition.fetch.bytes` is.
 const READ_MAX_BYTES: u64 = 1 << 20;
 
@@ -239,6 +252,7 @@ impl ExtensionContext {
     ) -> Self {
         ExtensionContext {
             name: String::new(),
+            session: extension_session(""),
             partitions: produce_path.partitions.clone(),
             produce_path,
             metadata,
@@ -389,6 +403,7 @@ impl ExtensionContext {
         let appended = self
             .produce_path
             .append_in_epoch(
+                &self.session,
                 tp.clone(),
                 Some(batch),
                 RequiredAcks::ALL,

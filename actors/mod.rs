@@ -20,6 +20,7 @@ pub mod extension;
 
 crate::internal_modules! {
     mod acceptor;
+    mod acl_change_listener;
     mod connection;
     mod consumer_group;
     mod controller;

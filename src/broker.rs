@@ -331,9 +331,27 @@ impl BrokerBuilder {
             },
             fatal.clone(),
         );
+        let authorizer = match config.authorizer_class_name {
+            crate::config::AuthorizerClass::None => None,
+            crate::config::AuthorizerClass::AclAuthorizer => {
+                let policy = crate::security::acl::AuthorizerPolicy {
+                    super_users: config.super_users.0.clone(),
+                    allow_everyone_if_no_acl_found: config.allow_everyone_if_no_acl_found,
+                };
+                let authorizer =
+                    crate::security::AclAuthorizer::start(store.clone(), policy).await?;
+                crate::actors::acl_change_listener::AclChangeListener::start(
+                    authorizer.clone(),
+                    store.clone(),
+                    fatal.clone(),
+                );
+                Some(authorizer)
+            }
+        };
         let produce_path = crate::actors::partition::ProducePath {
             partitions: partitions.clone(),
             metadata: cache.clone(),
+            authorizer: authorizer.clone(),
         };
         let extension_context = ExtensionContext::new(
             produce_path.clone(),
@@ -374,6 +392,7 @@ impl BrokerBuilder {
             frame_buffers: crate::net::FrameBuffers::new(),
             log_dirs: log.clone().recipient(),
             auto_creations: Default::default(),
+            authorizer,
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

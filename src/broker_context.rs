@@ -10,6 +10,8 @@ use crate::actors::group_coordinator::GroupCoordinator;
 use crate::actors::partition::{PartitionHandle, PartitionRegistry};
 use crate::cluster::MetadataCache;
 use crate::config::BrokerConfig;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use crate::security::Session;
 use crate::topic_partition::TopicPartition;
 
 /// Everything a request handler may reach.
@@ -43,9 +45,48 @@ pub struct BrokerContext {
     pub log_dirs: actix::Recipient<crate::actors::log_manager::DescribeLogDirs>,
     /// Topics a Produce started auto-creating.
     pub auto_creations: crate::auto_topic_creation::AutoTopicCreations,
+    /// `authorizer.class.name`'s authorizer; `None` allows everything, as
+    /// Kafka without an authorizer does.
+    pub authorizer: Option<std::sync::Arc<crate::security::AclAuthorizer>>,
 }
 
 impl BrokerContext {
+    /// May `session` do `operation` on the named resource? Always, without
+    /// an authorizer.
+    pub fn authorize(
+        &self,
+        session: &Session,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> bool {
+        self.authorizer
+            .as_ref()
+            .is_none_or(|a| a.authorize(session, operation, resource_type, name))
+    }
+
+    /// `authorize` on the cluster resource.
+    pub fn authorize_cluster(&self, session: &Session, operation: AclOperation) -> bool {
+        self.authorize(session, operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    /// The KIP-430 bits for a resource: every supported operation without
+    /// an authorizer.
+    pub fn authorized_operations(
+        &self,
+        session: &Session,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> i32 {
+        match &self.authorizer {
+            Some(a) => a.authorized_operations(session, resource_type, name),
+            None => resource_type
+                .supported_operations()
+                .iter()
+                .fold(0, |bits, op| bits | 1 << op.code()),
+        }
+    }
+
     pub fn partition(&self, tp: &TopicPartition) -> Option<PartitionHandle> {
         self.partitions.get(tp)
     }

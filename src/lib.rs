@@ -77,6 +77,7 @@ pub mod actors;
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod security;
 pub mod topic_partition;
 
 internal_modules! {

@@ -99,6 +99,7 @@ fn the_pure_layers_know_nothing_of_actix() {
         "group",
         "replication.rs",
         "controller",
+        "security",
     ]
     .iter()
     .map(|layer| src.join(layer))

@@ -3,7 +3,9 @@
 //! `ExtensionContext::produce` both call `ProducePath::append`, so both get
 //! the same checks (required acks, internal topics, empty records, a
 //! partition this broker leads), the same `min.insync.replicas` and the same
-//! acks; security, quotas and transactions add their check here once.
+//! acks, and the same authorization (WRITE on the topic, checked first as
+//! Kafka's `KafkaApis.handleProduceRequest` does); quotas and transactions
+//! add their check here once.
 //! Internal topics are always refused here: their coordinators append to
 //! their own partitions directly.
 
@@ -14,6 +16,8 @@ use kafka_protocol::error::ResponseError;
 
 use super::*;
 use crate::cluster::{is_internal_topic, MetadataCache};
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::{AclAuthorizer, Session};
 
 /// A produce's `acks`, as the wire says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +30,9 @@ impl RequiredAcks {
 /// Why a partition's append was refused, each with Kafka's code.
 #[derive(Debug, thiserror::Error)]
 pub enum ProduceError {
+    /// The principal may not WRITE the topic (TOPIC_AUTHORIZATION_FAILED).
+    #[error("not authorized to write to topic {0}")]
+    TopicAuthorizationFailed(String),
     /// acks other than -1, 0 or 1 (INVALID_REQUIRED_ACKS).
     #[error("acks={0} is not -1, 0 or 1")]
     InvalidRequiredAcks(i16),
@@ -51,6 +58,9 @@ pub enum ProduceError {
 impl ProduceError {
     pub fn code(&self) -> i16 {
         match self {
+            ProduceError::TopicAuthorizationFailed(_) => {
+                ResponseError::TopicAuthorizationFailed.code()
+            }
             ProduceError::InvalidRequiredAcks(_) => ResponseError::InvalidRequiredAcks.code(),
             ProduceError::InternalTopic(_) => ResponseError::InvalidTopicException.code(),
             ProduceError::NoRecords => ResponseError::CorruptMessage.code(),
@@ -69,6 +79,8 @@ pub type PendingAppend = Pin<Box<dyn Future<Output = Result<Produced, ProduceErr
 pub struct ProducePath {
     pub partitions: PartitionRegistry,
     pub metadata: MetadataCache,
+    /// `None`: no authorizer, every write allowed.
+    pub authorizer: Option<Arc<AclAuthorizer>>,
 }
 
 impl ProducePath {
@@ -78,18 +90,20 @@ impl ProducePath {
     /// future only waits for the answer.
     pub fn append(
         &self,
+        session: &Session,
         tp: TopicPartition,
         records: Option<Bytes>,
         acks: RequiredAcks,
         timeout: Duration,
     ) -> PendingAppend {
-        self.append_in_epoch(tp, records, acks, timeout, -1)
+        self.append_in_epoch(session, tp, records, acks, timeout, -1)
     }
 
     /// As `append`, refused unless this broker leads `tp` in
     /// `current_leader_epoch` (-1: in any epoch, as a client's Produce).
     pub fn append_in_epoch(
         &self,
+        session: &Session,
         tp: TopicPartition,
         records: Option<Bytes>,
         acks: RequiredAcks,
@@ -97,6 +111,9 @@ impl ProducePath {
         current_leader_epoch: i32,
     ) -> PendingAppend {
         let refused = |e: ProduceError| -> PendingAppend { Box::pin(std::future::ready(Err(e))) };
+        if !self.may_write(session, &tp.topic) {
+            return refused(ProduceError::TopicAuthorizationFailed(tp.topic));
+        }
         if !matches!(acks.0, -1..=1) {
             return refused(ProduceError::InvalidRequiredAcks(acks.0));
         }
@@ -129,6 +146,13 @@ impl ProducePath {
                 Err(_) => Err(ProduceError::PartitionStopped),
             }
         })
+    }
+
+    /// WRITE on the topic (always, without an authorizer).
+    pub fn may_write(&self, session: &Session, topic: &str) -> bool {
+        self.authorizer
+            .as_ref()
+            .is_none_or(|a| a.authorize(session, AclOperation::Write, ResourceType::Topic, topic))
     }
 
     /// The error for a partition this broker does not serve: led elsewhere

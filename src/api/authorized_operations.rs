@@ -1,81 +1,50 @@
 //! The `*_authorized_operations` fields of Metadata, DescribeCluster and
-//! DescribeGroups. ferrolog has no authorizer yet, and Kafka without one
-//! authorizes everything: it answers every operation the resource type
-//! supports (`AclEntry.supportedOperations`), as a bit field indexed by
-//! `AclOperation` code. Not asked for, the field is `i32::MIN`.
-//! Once ACLs land, the authorizer filters these sets; callers stay as they are.
+//! DescribeGroups (KIP-430): the operations the session may do on the
+//! resource, over those its type supports (`AclEntry.supportedOperations`),
+//! as a bit field indexed by `AclOperation` code. Without an authorizer
+//! Kafka answers every supported operation. Not asked for, the field is
+//! `i32::MIN`.
+
+use super::BrokerContext;
+use crate::security::acl::ResourceType;
+use crate::security::Session;
 
 /// Kafka's "authorized operations not requested" marker.
 pub const OMITTED: i32 = i32::MIN;
 
-/// The resource types these APIs describe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resource {
-    Cluster,
-    Topic,
-    Group,
-}
-
-// `org.apache.kafka.common.acl.AclOperation` codes.
-const READ: u8 = 3;
-const WRITE: u8 = 4;
-const CREATE: u8 = 5;
-const DELETE: u8 = 6;
-const ALTER: u8 = 7;
-const DESCRIBE: u8 = 8;
-const CLUSTER_ACTION: u8 = 9;
-const DESCRIBE_CONFIGS: u8 = 10;
-const ALTER_CONFIGS: u8 = 11;
-const IDEMPOTENT_WRITE: u8 = 12;
-
-impl Resource {
-    fn supported(self) -> &'static [u8] {
-        match self {
-            Resource::Cluster => &[
-                CREATE,
-                CLUSTER_ACTION,
-                DESCRIBE_CONFIGS,
-                ALTER_CONFIGS,
-                IDEMPOTENT_WRITE,
-                ALTER,
-                DESCRIBE,
-            ],
-            Resource::Topic => &[
-                READ,
-                WRITE,
-                CREATE,
-                DESCRIBE,
-                DELETE,
-                ALTER,
-                DESCRIBE_CONFIGS,
-                ALTER_CONFIGS,
-            ],
-            Resource::Group => &[READ, DESCRIBE, DELETE],
-        }
-    }
-}
-
-/// The field's value: every supported operation when `requested`.
-pub fn authorized_operations(resource: Resource, requested: bool) -> i32 {
+/// The field's value for one resource.
+pub fn authorized_operations(
+    ctx: &BrokerContext,
+    session: &Session,
+    resource_type: ResourceType,
+    name: &str,
+    requested: bool,
+) -> i32 {
     if !requested {
         return OMITTED;
     }
-    resource
-        .supported()
-        .iter()
-        .fold(0, |bits, &operation| bits | 1 << operation)
+    ctx.authorized_operations(session, resource_type, name)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::security::acl::{AclCache, AuthorizerPolicy, Requester, ResourceType};
 
-    /// The values a Kafka 3.x broker without an authorizer answers.
+    /// The values a Kafka 3.x broker without an authorizer answers (a
+    /// super user's are the same).
     #[test]
     fn kafka_values() {
-        assert_eq!(authorized_operations(Resource::Topic, true), 3576);
-        assert_eq!(authorized_operations(Resource::Cluster, true), 8096);
-        assert_eq!(authorized_operations(Resource::Group, true), 328);
-        assert_eq!(authorized_operations(Resource::Topic, false), i32::MIN);
+        let policy = AuthorizerPolicy {
+            super_users: ["User:admin".to_string()].into(),
+            ..Default::default()
+        };
+        let admin = Requester {
+            principal: "User:admin",
+            host: "127.0.0.1",
+        };
+        let bits = |t| AclCache::default().authorized_operations(&policy, admin, t, "x");
+        assert_eq!(bits(ResourceType::Topic), 3576);
+        assert_eq!(bits(ResourceType::Cluster), 8096);
+        assert_eq!(bits(ResourceType::Group), 328);
     }
 }

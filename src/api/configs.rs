@@ -20,6 +20,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::controller::{AlterBrokerConfigs, AlterTopicConfigs, ControllerError};
 use crate::cluster::TopicMetadata;
 use crate::config::dynamic::{is_dynamic, DynamicBrokerConfig, DynamicLayers};
@@ -211,8 +213,28 @@ fn default_broker_config_entries(ctx: &BrokerContext) -> Vec<ConfigEntry> {
         .collect()
 }
 
+/// Kafka's `ConfigAdminManager` rule: a topic's configs need `operation`
+/// on the topic (TOPIC_AUTHORIZATION_FAILED), a broker's on the cluster
+/// (CLUSTER_AUTHORIZATION_FAILED); other types are refused later.
+fn config_authorization(
+    ctx: &BrokerContext,
+    session: &Session,
+    operation: AclOperation,
+    resource_type: i8,
+    name: &str,
+) -> Option<i16> {
+    match resource_type {
+        RESOURCE_TOPIC => (!ctx.authorize(session, operation, ResourceType::Topic, name))
+            .then(|| ResponseError::TopicAuthorizationFailed.code()),
+        RESOURCE_BROKER => (!ctx.authorize_cluster(session, operation))
+            .then(|| ResponseError::ClusterAuthorizationFailed.code()),
+        _ => None,
+    }
+}
+
 pub fn describe(
     ctx: &BrokerContext,
+    session: &Session,
     request: DescribeConfigsRequest,
     version: i16,
 ) -> DescribeConfigsResponse {
@@ -224,6 +246,15 @@ pub fn describe(
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
+            if let Some(code) = config_authorization(
+                ctx,
+                session,
+                AclOperation::DescribeConfigs,
+                resource.resource_type,
+                &name,
+            ) {
+                return result.with_error_code(code);
+            }
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match ctx.metadata.topic(&name) {
                     Some(topic) => topic_config_entries(&topic, &ctx.dynamic),
@@ -294,10 +325,29 @@ pub fn describe(
     DescribeConfigsResponse::default().with_results(results)
 }
 
-pub async fn alter(ctx: &BrokerContext, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub async fn alter(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
+        if let Some(code) = config_authorization(
+            ctx,
+            session,
+            AclOperation::AlterConfigs,
+            resource.resource_type,
+            &name,
+        ) {
+            responses.push(
+                AlterConfigsResourceResponse::default()
+                    .with_resource_type(resource.resource_type)
+                    .with_resource_name(resource.resource_name.clone())
+                    .with_error_code(code),
+            );
+            continue;
+        }
         let response = AlterConfigsResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
@@ -337,11 +387,27 @@ pub async fn alter(ctx: &BrokerContext, request: AlterConfigsRequest) -> AlterCo
 
 pub async fn incremental_alter(
     ctx: &BrokerContext,
+    session: &Session,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
+        if let Some(code) = config_authorization(
+            ctx,
+            session,
+            AclOperation::AlterConfigs,
+            resource.resource_type,
+            &name,
+        ) {
+            responses.push(
+                IncrementalResourceResponse::default()
+                    .with_resource_type(resource.resource_type)
+                    .with_resource_name(resource.resource_name.clone())
+                    .with_error_code(code),
+            );
+            continue;
+        }
         let response = IncrementalResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());

@@ -6,6 +6,8 @@
 //! response's error code.
 //! ControlledShutdown (key 7, v0-3) goes the other way: a stopping broker
 //! asks the active controller to move its leaderships away.
+//! All four need CLUSTER_ACTION on the cluster, as in Kafka: anyone else
+//! gets CLUSTER_AUTHORIZATION_FAILED and nothing is applied.
 
 use kafka_protocol::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_protocol::messages::{
@@ -15,9 +17,19 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use kafka_protocol::error::ResponseError;
+
 use super::BrokerContext;
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::controller::{ControlledShutdown, ControllerError};
 use crate::actors::replica_manager::{ApplyLeaderAndIsr, ApplyStopReplica, ApplyUpdateMetadata};
+
+/// CLUSTER_AUTHORIZATION_FAILED unless the session may CLUSTER_ACTION.
+fn refused(ctx: &BrokerContext, session: &Session) -> Option<i16> {
+    (!ctx.authorize_cluster(session, AclOperation::ClusterAction))
+        .then(|| ResponseError::ClusterAuthorizationFailed.code())
+}
 
 fn failed(error: ControllerError) -> i16 {
     log::warn!("a control request failed: {error}");
@@ -26,8 +38,12 @@ fn failed(error: ControllerError) -> i16 {
 
 pub async fn leader_and_isr(
     ctx: &BrokerContext,
+    session: &Session,
     request: LeaderAndIsrRequest,
 ) -> LeaderAndIsrResponse {
+    if let Some(code) = refused(ctx, session) {
+        return LeaderAndIsrResponse::default().with_error_code(code);
+    }
     match ctx.replica_manager.send(ApplyLeaderAndIsr(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => LeaderAndIsrResponse::default().with_error_code(failed(e)),
@@ -37,8 +53,12 @@ pub async fn leader_and_isr(
 
 pub async fn update_metadata(
     ctx: &BrokerContext,
+    session: &Session,
     request: UpdateMetadataRequest,
 ) -> UpdateMetadataResponse {
+    if let Some(code) = refused(ctx, session) {
+        return UpdateMetadataResponse::default().with_error_code(code);
+    }
     match ctx.replica_manager.send(ApplyUpdateMetadata(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => UpdateMetadataResponse::default().with_error_code(failed(e)),
@@ -46,7 +66,14 @@ pub async fn update_metadata(
     }
 }
 
-pub async fn stop_replica(ctx: &BrokerContext, request: StopReplicaRequest) -> StopReplicaResponse {
+pub async fn stop_replica(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: StopReplicaRequest,
+) -> StopReplicaResponse {
+    if let Some(code) = refused(ctx, session) {
+        return StopReplicaResponse::default().with_error_code(code);
+    }
     match ctx.replica_manager.send(ApplyStopReplica(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => StopReplicaResponse::default().with_error_code(failed(e)),
@@ -56,9 +83,13 @@ pub async fn stop_replica(ctx: &BrokerContext, request: StopReplicaRequest) -> S
 
 pub async fn controlled_shutdown(
     ctx: &BrokerContext,
+    session: &Session,
     request: ControlledShutdownRequest,
     version: i16,
 ) -> ControlledShutdownResponse {
+    if let Some(code) = refused(ctx, session) {
+        return ControlledShutdownResponse::default().with_error_code(code);
+    }
     let ask = ControlledShutdown {
         broker_id: request.broker_id.0,
         broker_epoch: if version >= 2 {

@@ -4,15 +4,28 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use kafka_protocol::error::ResponseError;
+
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::controller::{CreatePartitions, ControllerError};
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
+        if !ctx.authorize(session, AclOperation::Alter, ResourceType::Topic, &topic.name.0) {
+            results.push(
+                CreatePartitionsTopicResult::default()
+                    .with_name(topic.name)
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code()),
+            );
+            continue;
+        }
         let assignments = topic.assignments.map(|list| {
             list.into_iter()
                 .map(|a| a.broker_ids.iter().map(|b| b.0).collect())

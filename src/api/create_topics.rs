@@ -9,19 +9,40 @@ use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::controller::{ControllerError, CreateTopic, TopicRequester};
 use crate::cluster::TopicMetadata;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: CreateTopicsRequest,
     version: i16,
 ) -> CreateTopicsResponse {
+    // CREATE on the cluster covers every topic; else CREATE on each.
+    let cluster_create = ctx.authorize_cluster(session, AclOperation::Create);
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
+        if !cluster_create
+            && !ctx.authorize(session, AclOperation::Create, ResourceType::Topic, &topic.name.0)
+        {
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(topic.name.clone())
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "Authorization failed.",
+                    ))),
+            );
+            continue;
+        }
         let assignments: BTreeMap<i32, Vec<i32>> = topic
             .assignments
             .iter()

@@ -12,20 +12,30 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::partition::DeleteRecordsBefore;
 use crate::topic_partition::TopicPartition;
 
-pub async fn handle(ctx: &BrokerContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
     let timeout_ms = request.timeout_ms;
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
+        let denied = !ctx.authorize(session, AclOperation::Delete, ResourceType::Topic, &name);
         let partitions = topic.partitions.into_iter().map(|p| {
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             async move {
                 let result = DeleteRecordsPartitionResult::default()
                     .with_partition_index(p.partition_index)
                     .with_low_watermark(-1);
+                if denied {
+                    return result.with_error_code(ResponseError::TopicAuthorizationFailed.code());
+                }
                 let Some(handle) = ctx.partition(&tp) else {
                     return result.with_error_code(ctx.missing_partition(&tp));
                 };

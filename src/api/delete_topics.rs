@@ -7,10 +7,13 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::controller::{DeleteTopic, ControllerError};
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: DeleteTopicsRequest,
     version: i16,
 ) -> DeleteTopicsResponse {
@@ -40,6 +43,14 @@ pub async fn handle(
             );
             continue;
         };
+        if !ctx.authorize(session, AclOperation::Delete, ResourceType::Topic, &name) {
+            results.push(
+                DeletableTopicResult::default()
+                    .with_name(Some(TopicName(StrBytes::from_string(name))))
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code()),
+            );
+            continue;
+        }
         let topic_id = ctx.metadata.topic(&name).map(|t| t.topic_id);
         let outcome = ctx
             .controller

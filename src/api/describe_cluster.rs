@@ -1,19 +1,36 @@
-//! DescribeCluster (key 60): brokers, controller and cluster id.
+//! DescribeCluster (key 60): brokers, controller and cluster id, to a
+//! principal that may DESCRIBE the cluster (CLUSTER_AUTHORIZATION_FAILED
+//! otherwise, as in Kafka).
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::authorized_operations::{authorized_operations, Resource};
-use super::BrokerContext;
+use kafka_protocol::error::ResponseError;
 
-pub fn handle(ctx: &BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse {
+use super::authorized_operations::authorized_operations;
+use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use crate::security::Session;
+
+pub fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    if !ctx.authorize_cluster(session, AclOperation::Describe) {
+        return DescribeClusterResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     let cluster = ctx.metadata.snapshot();
     DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(cluster.cluster_id.clone()))
         .with_controller_id(BrokerId(cluster.advertised_controller_id()))
         .with_cluster_authorized_operations(authorized_operations(
-            Resource::Cluster,
+            ctx,
+            session,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
             request.include_cluster_authorized_operations,
         ))
         .with_brokers(

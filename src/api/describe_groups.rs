@@ -1,23 +1,46 @@
 //! DescribeGroups (key 15), v0-5: state, protocol and members (with their
 //! metadata and assignment once the group is Stable, as in Kafka) of each
-//! named group; unknown groups are Dead.
+//! named group; unknown groups are Dead. A group the principal may not
+//! DESCRIBE answers GROUP_AUTHORIZATION_FAILED.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::authorized_operations::{authorized_operations, Resource};
+use kafka_protocol::error::ResponseError;
+
+use super::authorized_operations::authorized_operations;
 use super::{ask_group, BrokerContext};
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::consumer_group::DescribeGroup;
 use crate::group::state::GroupState;
 
-pub async fn handle(ctx: &BrokerContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
     let mut groups = Vec::with_capacity(request.groups.len());
-    let operations = authorized_operations(Resource::Group, request.include_authorized_operations);
     for group_id in request.groups {
+        if !ctx.authorize(session, AclOperation::Describe, ResourceType::Group, &group_id.0) {
+            groups.push(
+                DescribedGroup::default()
+                    .with_group_id(group_id)
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+                    .with_authorized_operations(i32::MIN),
+            );
+            continue;
+        }
         let described = DescribedGroup::default()
             .with_group_id(group_id.clone())
-            .with_authorized_operations(operations);
+            .with_authorized_operations(authorized_operations(
+                ctx,
+                session,
+                ResourceType::Group,
+                &group_id.0,
+                request.include_authorized_operations,
+            ));
         groups.push(
             match ask_group(ctx, &group_id.0, DescribeGroup, false).await {
                 Ok(Some(d)) => {

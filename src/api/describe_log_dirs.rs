@@ -13,10 +13,21 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, 
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::log_manager::{DescribeLogDirs, LogDirDescription};
 use crate::topic_partition::TopicPartition;
 
-pub async fn handle(ctx: &BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+/// DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+'s
+/// top-level error; older versions just see no directories).
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    if !ctx.authorize_cluster(session, AclOperation::Describe) {
+        return failed(ResponseError::ClusterAuthorizationFailed.code());
+    }
     // A null topic list asks for every replica.
     let wanted: Option<BTreeSet<TopicPartition>> = request.topics.map(|topics| {
         topics

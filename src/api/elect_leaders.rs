@@ -10,11 +10,14 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::controller::{ElectLeaders, ElectionType, ControllerError};
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: ElectLeadersRequest,
     version: i16,
 ) -> ElectLeadersResponse {
@@ -41,18 +44,22 @@ pub async fn handle(
             })
             .collect::<Vec<_>>()
     });
-    let answers = ctx
-        .controller
-        .send(ElectLeaders {
-            election,
-            partitions,
-        })
-        .await
-        .unwrap_or(Err(ControllerError::Stopped));
+    // ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED everywhere.
+    let answers = if ctx.authorize_cluster(session, AclOperation::Alter) {
+        ctx.controller
+            .send(ElectLeaders {
+                election,
+                partitions,
+            })
+            .await
+            .unwrap_or(Err(ControllerError::Stopped))
+            .map_err(|e| e.code())
+    } else {
+        Err(ResponseError::ClusterAuthorizationFailed.code())
+    };
     let answers = match answers {
         Ok(answers) => answers,
-        Err(e) => {
-            let code = e.code();
+        Err(code) => {
             if version >= 1 {
                 return ElectLeadersResponse::default().with_error_code(code);
             }

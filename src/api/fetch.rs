@@ -15,6 +15,10 @@
 //! answers a consumer whose `rack_id` names another rack holding an in-sync
 //! follower with that follower as `preferred_read_replica` and no records.
 //!
+//! A consumer needs READ on each topic; a follower CLUSTER_ACTION on the
+//! cluster. A partition denied answers TOPIC_AUTHORIZATION_FAILED and is
+//! not read (Kafka's `KafkaApis.handleFetchRequest`).
+//!
 //! Record bytes are never copied: each partition's `records` is a
 //! placeholder the encoder splices a file region into (`protocol::splice`).
 
@@ -32,6 +36,8 @@ use crate::actors::partition::{PartitionHandle, PartitionRead, ReadRecords, Repl
 use crate::config::ReplicaSelector;
 use crate::protocol::splice::placeholder;
 use crate::replication::preferred_read_replica;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::storage::FileRegion;
 use crate::topic_partition::TopicPartition;
 
@@ -47,10 +53,13 @@ struct Wanted {
     /// A follower's own log start offset (v5+; -1 otherwise).
     log_start_offset: i64,
     handle: Option<PartitionHandle>,
+    /// The principal may not read it: TOPIC_AUTHORIZATION_FAILED.
+    denied: bool,
 }
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: FetchRequest,
     version: i16,
 ) -> (FetchResponse, Vec<FileRegion>) {
@@ -65,15 +74,25 @@ pub async fn handle(
     } else {
         broker_max_bytes
     };
+    // Kafka's `replica_id` (v15 moved it into `replica_state`).
+    let replica_id = request.replica_id.0.max(request.replica_state.replica_id.0);
+    let replica = (replica_id >= 0).then_some(replica_id);
+    let follower_allowed =
+        replica.is_some() && ctx.authorize_cluster(session, AclOperation::ClusterAction);
     let mut wanted = Vec::new();
     let mut topic_names = Vec::new();
     for (topic_index, topic) in request.topics.iter().enumerate() {
         topic_names.push(topic.topic.clone());
+        let denied = match replica {
+            Some(_) => !follower_allowed,
+            None => !ctx.authorize(session, AclOperation::Read, ResourceType::Topic, &topic.topic.0),
+        };
         for partition in &topic.partitions {
             let tp = TopicPartition::new(topic.topic.0.to_string(), partition.partition);
             wanted.push(Wanted {
                 topic_index,
-                handle: ctx.partition(&tp),
+                denied,
+                handle: if denied { None } else { ctx.partition(&tp) },
                 tp,
                 offset: partition.fetch_offset,
                 max_bytes: partition.partition_max_bytes.max(0) as u64,
@@ -90,9 +109,6 @@ pub async fn handle(
             });
         }
     }
-    // Kafka's `replica_id` (v15 moved it into `replica_state`).
-    let replica_id = request.replica_id.0.max(request.replica_state.replica_id.0);
-    let replica = (replica_id >= 0).then_some(replica_id);
     let consumer = (replica.is_none() && version >= 11).then(|| ConsumerFetch {
         rack: (ctx.config.replica_selector == ReplicaSelector::RackAware)
             .then(|| request.rack_id.to_string())
@@ -179,6 +195,9 @@ async fn read_all(
     consumer: Option<&ConsumerFetch>,
 ) -> (Vec<PartitionData>, Vec<FileRegion>, u64) {
     let reads = join_all(wanted.iter().map(|w| async move {
+        if w.denied {
+            return Err(ResponseError::TopicAuthorizationFailed.code());
+        }
         let Some(handle) = &w.handle else {
             return Err(ctx.missing_partition(&w.tp));
         };

@@ -10,6 +10,8 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::group_coordinator::FindGroupCoordinator;
 
 const KEY_TYPE_GROUP: i8 = 0;
@@ -18,6 +20,7 @@ const NO_TRANSACTIONS: &str = "transactions are not supported by this broker yet
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
@@ -32,6 +35,8 @@ pub async fn handle(
             Err(ResponseError::UnsupportedVersion)
         } else if request.key_type != KEY_TYPE_GROUP {
             Err(ResponseError::InvalidRequest)
+        } else if !ctx.authorize(session, AclOperation::Describe, ResourceType::Group, &key) {
+            Err(ResponseError::GroupAuthorizationFailed)
         } else {
             ctx.groups
                 .send(FindGroupCoordinator {

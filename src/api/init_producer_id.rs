@@ -8,8 +8,14 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 
-pub async fn handle(ctx: &BrokerContext, request: InitProducerIdRequest) -> InitProducerIdResponse {
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
     let refused = |error: ResponseError| {
         InitProducerIdResponse::default()
             .with_error_code(error.code())
@@ -26,6 +32,15 @@ pub async fn handle(ctx: &BrokerContext, request: InitProducerIdRequest) -> Init
             request.transactional_id
         );
         return refused(ResponseError::UnsupportedVersion);
+    }
+    // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or
+    // WRITE on some topic (KIP-679, Kafka 3.x).
+    let idempotent_allowed = ctx.authorize_cluster(session, AclOperation::IdempotentWrite)
+        || ctx.authorizer.as_ref().is_none_or(|a| {
+            a.authorize_by_resource_type(session, AclOperation::Write, ResourceType::Topic)
+        });
+    if !idempotent_allowed {
+        return refused(ResponseError::ClusterAuthorizationFailed);
     }
     match ctx.producer_ids.generate().await {
         Ok(id) => InitProducerIdResponse::default()

@@ -6,12 +6,15 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, require_group_id, BrokerContext};
+use super::{ask_group, authorize_group, require_group_id, BrokerContext};
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::consumer_group::JoinGroup;
 use crate::group::state::JoinRequest;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: JoinGroupRequest,
     version: i16,
     client_id: &str,
@@ -47,7 +50,9 @@ pub async fn handle(
             .with_generation_id(-1)
             .with_member_id(member_id.clone())
     };
-    if let Err(e) = require_group_id(&request.group_id.0) {
+    if let Err(e) = authorize_group(ctx, session, AclOperation::Read, &request.group_id.0)
+        .and_then(|()| require_group_id(&request.group_id.0))
+    {
         return error(e.code());
     }
     match ask_group(ctx, &request.group_id.0, JoinGroup(join), true).await {

@@ -5,11 +5,14 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-use super::{ask_group, require_group_id, BrokerContext};
+use super::{ask_group, authorize_group, require_group_id, BrokerContext};
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::consumer_group::LeaveGroup;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: LeaveGroupRequest,
     version: i16,
 ) -> LeaveGroupResponse {
@@ -28,7 +31,9 @@ pub async fn handle(
         vec![(request.member_id.to_string(), None)]
     };
     let count = members.len();
-    let outcome = match require_group_id(&request.group_id.0) {
+    let allowed = authorize_group(ctx, session, AclOperation::Read, &request.group_id.0)
+        .and_then(|()| require_group_id(&request.group_id.0));
+    let outcome = match allowed {
         Ok(()) => ask_group(ctx, &request.group_id.0, LeaveGroup { members }, false).await,
         Err(e) => Err(e),
     };

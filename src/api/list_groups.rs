@@ -8,12 +8,21 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::group_coordinator::ListGroups;
 
 /// The only group type this broker runs (Kafka's `GroupType.CLASSIC`).
 const CLASSIC: &str = "classic";
 
-pub async fn handle(ctx: &BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse {
+/// Every group to a principal that may DESCRIBE the cluster, else only
+/// the groups it may DESCRIBE (Kafka's `handleListGroupsRequest`).
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: ListGroupsRequest,
+) -> ListGroupsResponse {
+    let all_groups = ctx.authorize_cluster(session, AclOperation::Describe);
     let groups = ctx.groups.send(ListGroups).await.unwrap_or_default();
     let states: Vec<String> = request
         .states_filter
@@ -29,6 +38,9 @@ pub async fn handle(ctx: &BrokerContext, request: ListGroupsRequest) -> ListGrou
         groups
             .into_iter()
             .filter(|_| classic_wanted)
+            .filter(|(id, _, _)| {
+                all_groups || ctx.authorize(session, AclOperation::Describe, ResourceType::Group, id)
+            })
             .filter(|(_, _, state)| {
                 states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state))
             })

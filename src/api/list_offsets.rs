@@ -13,6 +13,8 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::partition::{LeaderOffsets, OffsetForTimestamp};
 use crate::topic_partition::TopicPartition;
 
@@ -21,6 +23,7 @@ const EARLIEST: i64 = -2;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
@@ -29,6 +32,7 @@ pub async fn handle(
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
+        let denied = !ctx.authorize(session, AclOperation::Describe, ResourceType::Topic, &name);
         let partitions = topic.partitions.into_iter().map(|p| {
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             async move {
@@ -36,6 +40,10 @@ pub async fn handle(
                     .with_partition_index(p.partition_index)
                     .with_timestamp(-1)
                     .with_offset(-1);
+                if denied {
+                    return response
+                        .with_error_code(ResponseError::TopicAuthorizationFailed.code());
+                }
                 let Some(handle) = ctx.partition(&tp) else {
                     return response.with_error_code(ctx.missing_partition(&tp));
                 };

@@ -4,6 +4,12 @@
 //! request may name topics by id instead (KIP-516); as in Kafka, any id in
 //! the request makes it a request by ids, and unknown ids answer
 //! UNKNOWN_TOPIC_ID.
+//!
+//! With an authorizer, as Kafka's `handleTopicMetadataRequest`: a request
+//! for every topic lists only those the principal may DESCRIBE; a named
+//! topic it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED, and one
+//! it may not CREATE (on the cluster or the topic) is not auto-created but
+//! answers TOPIC_AUTHORIZATION_FAILED too.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -13,10 +19,22 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::authorized_operations::{authorized_operations, Resource};
-use crate::auto_topic_creation::auto_create_topic;
+use super::authorized_operations::authorized_operations;
 use super::BrokerContext;
+use crate::auto_topic_creation::auto_create_topic;
 use crate::cluster::{validate_topic_name, TopicMetadata};
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use crate::security::Session;
+
+/// CREATE on the cluster or on the topic: what auto-creation needs.
+pub fn may_create(ctx: &BrokerContext, session: &Session, topic: &str) -> bool {
+    ctx.authorize_cluster(session, AclOperation::Create)
+        || ctx.authorize(session, AclOperation::Create, ResourceType::Topic, topic)
+}
+
+fn may_describe(ctx: &BrokerContext, session: &Session, topic: &str) -> bool {
+    ctx.authorize(session, AclOperation::Describe, ResourceType::Topic, topic)
+}
 
 /// What the request asks for.
 enum Requested {
@@ -30,6 +48,7 @@ enum Requested {
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
@@ -65,13 +84,16 @@ pub async fn handle(
     match requested {
         Requested::All => {
             for topic in ctx.metadata.snapshot().topics.values() {
-                topics.push(topic_response(topic, version, operations));
+                if may_describe(ctx, session, &topic.name) {
+                    topics.push(topic_response(ctx, session, topic, version, operations));
+                }
             }
         }
         Requested::Names(names) => {
             for name in names {
                 topics.push(
-                    requested_topic(ctx, &name, allow_auto_create, version, operations).await,
+                    requested_topic(ctx, session, &name, allow_auto_create, version, operations)
+                        .await,
                 );
             }
         }
@@ -83,7 +105,14 @@ pub async fn handle(
                     .values()
                     .find(|t| t.topic_id == *id.as_bytes());
                 topics.push(match found {
-                    Some(topic) => topic_response(topic, version, operations),
+                    // Ids are not secret: the id comes back, the name not.
+                    Some(topic) if !may_describe(ctx, session, &topic.name) => {
+                        MetadataResponseTopic::default()
+                            .with_name(None)
+                            .with_topic_id(id)
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    }
+                    Some(topic) => topic_response(ctx, session, topic, version, operations),
                     None => MetadataResponseTopic::default()
                         .with_name(None)
                         .with_topic_id(id)
@@ -125,7 +154,10 @@ pub async fn handle(
     }
     if (8..=10).contains(&version) {
         response = response.with_cluster_authorized_operations(authorized_operations(
-            Resource::Cluster,
+            ctx,
+            session,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
             request.include_cluster_authorized_operations,
         ));
     }
@@ -134,32 +166,45 @@ pub async fn handle(
 
 async fn requested_topic(
     ctx: &BrokerContext,
+    session: &Session,
     name: &str,
     allow_auto_create: bool,
     version: i16,
     operations: bool,
 ) -> MetadataResponseTopic {
-    if let Some(topic) = ctx.metadata.topic(name) {
-        return topic_response(&topic, version, operations);
-    }
     let error = |code: i16| {
         MetadataResponseTopic::default()
             .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
             .with_error_code(code)
     };
+    if !may_describe(ctx, session, name) {
+        return error(ResponseError::TopicAuthorizationFailed.code());
+    }
+    if let Some(topic) = ctx.metadata.topic(name) {
+        return topic_response(ctx, session, &topic, version, operations);
+    }
     if validate_topic_name(name).is_err() {
         return error(ResponseError::InvalidTopicException.code());
     }
     if !(allow_auto_create && ctx.config.auto_create_topics_enable) {
         return error(ResponseError::UnknownTopicOrPartition.code());
     }
+    if !may_create(ctx, session, name) {
+        return error(ResponseError::TopicAuthorizationFailed.code());
+    }
     match auto_create_topic(ctx, name).await {
-        Ok(topic) => topic_response(&topic, version, operations),
+        Ok(topic) => topic_response(ctx, session, &topic, version, operations),
         Err(e) => error(e.code()),
     }
 }
 
-fn topic_response(topic: &TopicMetadata, version: i16, operations: bool) -> MetadataResponseTopic {
+fn topic_response(
+    ctx: &BrokerContext,
+    session: &Session,
+    topic: &TopicMetadata,
+    version: i16,
+    operations: bool,
+) -> MetadataResponseTopic {
     let mut response = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_is_internal(topic.is_internal)
@@ -181,8 +226,13 @@ fn topic_response(topic: &TopicMetadata, version: i16, operations: bool) -> Meta
         response = response.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id));
     }
     if version >= 8 {
-        response = response
-            .with_topic_authorized_operations(authorized_operations(Resource::Topic, operations));
+        response = response.with_topic_authorized_operations(authorized_operations(
+            ctx,
+            session,
+            ResourceType::Topic,
+            &topic.name,
+            operations,
+        ));
     }
     response
 }

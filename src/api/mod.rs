@@ -6,6 +6,7 @@
 //! Handlers never touch files or the metadata store directly, and never
 //! panic on client input: a bad request gets Kafka's error code.
 
+pub mod acls;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod configs;
@@ -46,6 +47,8 @@ pub use crate::broker_context::BrokerContext;
 
 use crate::actors::consumer_group::ConsumerGroup;
 use crate::actors::group_coordinator::ForGroup;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::protocol::{encode_response, ProtocolError, Request, RequestFrame, ResponseFrame};
 use crate::storage::FileRegion;
 
@@ -58,6 +61,21 @@ pub fn require_group_id(group_id: &str) -> Result<(), ResponseError> {
         Err(ResponseError::InvalidGroupId)
     } else {
         Ok(())
+    }
+}
+
+/// GROUP_AUTHORIZATION_FAILED unless the session may do `operation` on
+/// the group (checked before the group id, as in Kafka).
+pub fn authorize_group(
+    ctx: &BrokerContext,
+    session: &Session,
+    operation: AclOperation,
+    group_id: &str,
+) -> Result<(), ResponseError> {
+    if ctx.authorize(session, operation, ResourceType::Group, group_id) {
+        Ok(())
+    } else {
+        Err(ResponseError::GroupAuthorizationFailed)
     }
 }
 
@@ -93,6 +111,8 @@ where
 pub struct RequestOrigin {
     /// The client's address (DescribeGroups shows it as `client_host`).
     pub peer: std::net::SocketAddr,
+    /// Who the connection authenticated as, for the authorizer.
+    pub session: Arc<Session>,
     /// A produce request's place in its connection's line.
     pub produce_turn: Option<produce::ProduceTurn>,
 }
@@ -103,6 +123,8 @@ pub async fn handle(
     origin: RequestOrigin,
 ) -> Result<Option<ResponseFrame>, ProtocolError> {
     let api = frame.api;
+    let session = origin.session.clone();
+    let session = session.as_ref();
     let version = frame.version();
     let correlation_id = frame.correlation_id();
     let client_id = frame
@@ -124,8 +146,8 @@ pub async fn handle(
     }
     match frame.body {
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
-        Request::Metadata(r) => reply!(metadata::handle(ctx, *r, version).await),
-        Request::Produce(r) => match produce::handle(ctx, *r, version, origin.produce_turn).await {
+        Request::Metadata(r) => reply!(metadata::handle(ctx, session, *r, version).await),
+        Request::Produce(r) => match produce::handle(ctx, session, *r, version, origin.produce_turn).await {
             produce::ProduceOutcome::Respond(response) => {
                 // A lost acknowledgement: the records are written, the client
                 // never hears so and retries (tests of idempotence).
@@ -140,52 +162,55 @@ pub async fn handle(
             }
         },
         Request::Fetch(r) => {
-            let (response, regions) = fetch::handle(ctx, *r, version).await;
+            let (response, regions) = fetch::handle(ctx, session, *r, version).await;
             respond(&response, regions)
         }
-        Request::ListOffsets(r) => reply!(list_offsets::handle(ctx, *r, version).await),
+        Request::ListOffsets(r) => reply!(list_offsets::handle(ctx, session, *r, version).await),
         Request::OffsetForLeaderEpoch(r) => {
-            reply!(offset_for_leader_epoch::handle(ctx, *r, version).await)
+            reply!(offset_for_leader_epoch::handle(ctx, session, *r, version).await)
         }
-        Request::CreateTopics(r) => reply!(create_topics::handle(ctx, *r, version).await),
-        Request::DeleteTopics(r) => reply!(delete_topics::handle(ctx, *r, version).await),
-        Request::CreatePartitions(r) => reply!(create_partitions::handle(ctx, *r).await),
-        Request::DescribeConfigs(r) => reply!(configs::describe(ctx, *r, version)),
-        Request::AlterConfigs(r) => reply!(configs::alter(ctx, *r).await),
-        Request::IncrementalAlterConfigs(r) => reply!(configs::incremental_alter(ctx, *r).await),
-        Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, *r).await),
-        Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, *r, version).await),
+        Request::CreateTopics(r) => reply!(create_topics::handle(ctx, session, *r, version).await),
+        Request::DeleteTopics(r) => reply!(delete_topics::handle(ctx, session, *r, version).await),
+        Request::CreatePartitions(r) => reply!(create_partitions::handle(ctx, session, *r).await),
+        Request::DescribeConfigs(r) => reply!(configs::describe(ctx, session, *r, version)),
+        Request::AlterConfigs(r) => reply!(configs::alter(ctx, session, *r).await),
+        Request::IncrementalAlterConfigs(r) => reply!(configs::incremental_alter(ctx, session, *r).await),
+        Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, session, *r).await),
+        Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, session, *r, version).await),
         Request::JoinGroup(r) => {
-            reply!(join_group::handle(ctx, *r, version, &client_id, origin.peer).await)
+            reply!(join_group::handle(ctx, session, *r, version, &client_id, origin.peer).await)
         }
-        Request::SyncGroup(r) => reply!(sync_group::handle(ctx, *r).await),
-        Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, *r).await),
-        Request::LeaveGroup(r) => reply!(leave_group::handle(ctx, *r, version).await),
+        Request::SyncGroup(r) => reply!(sync_group::handle(ctx, session, *r).await),
+        Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, session, *r).await),
+        Request::LeaveGroup(r) => reply!(leave_group::handle(ctx, session, *r, version).await),
         // Kafka on ZooKeeper keeps v0 commits in /consumers (0.8.2's way).
         Request::OffsetCommit(r) if version == 0 && ctx.config.zookeeper_connect.is_some() => {
-            reply!(zookeeper_offsets::commit(ctx, *r).await)
+            reply!(zookeeper_offsets::commit(ctx, session, *r).await)
         }
         Request::OffsetCommit(r) => {
-            reply!(offset_commit::handle(ctx, *r, ctx.clock.now_ms()).await)
+            reply!(offset_commit::handle(ctx, session, *r, ctx.clock.now_ms()).await)
         }
         Request::OffsetFetch(r) if version == 0 && ctx.config.zookeeper_connect.is_some() => {
-            reply!(zookeeper_offsets::fetch(ctx, *r).await)
+            reply!(zookeeper_offsets::fetch(ctx, session, *r).await)
         }
-        Request::OffsetFetch(r) => reply!(offset_fetch::handle(ctx, *r, version).await),
-        Request::OffsetDelete(r) => reply!(offset_delete::handle(ctx, *r).await),
-        Request::ListGroups(r) => reply!(list_groups::handle(ctx, *r).await),
-        Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, *r).await),
-        Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, *r).await),
-        Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, *r)),
-        Request::DescribeLogDirs(r) => reply!(describe_log_dirs::handle(ctx, *r).await),
-        Request::InitProducerId(r) => reply!(init_producer_id::handle(ctx, *r).await),
-        Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, *r, version).await),
-        Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, *r).await),
-        Request::StopReplica(r) => reply!(control::stop_replica(ctx, *r).await),
-        Request::UpdateMetadata(r) => reply!(control::update_metadata(ctx, *r).await),
+        Request::OffsetFetch(r) => reply!(offset_fetch::handle(ctx, session, *r, version).await),
+        Request::OffsetDelete(r) => reply!(offset_delete::handle(ctx, session, *r).await),
+        Request::ListGroups(r) => reply!(list_groups::handle(ctx, session, *r).await),
+        Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, session, *r).await),
+        Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, session, *r).await),
+        Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, session, *r)),
+        Request::DescribeLogDirs(r) => reply!(describe_log_dirs::handle(ctx, session, *r).await),
+        Request::InitProducerId(r) => reply!(init_producer_id::handle(ctx, session, *r).await),
+        Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, session, *r, version).await),
+        Request::LeaderAndIsr(r) => reply!(control::leader_and_isr(ctx, session, *r).await),
+        Request::StopReplica(r) => reply!(control::stop_replica(ctx, session, *r).await),
+        Request::UpdateMetadata(r) => reply!(control::update_metadata(ctx, session, *r).await),
         Request::ControlledShutdown(r) => {
-            reply!(control::controlled_shutdown(ctx, *r, version).await)
+            reply!(control::controlled_shutdown(ctx, session, *r, version).await)
         }
+        Request::DescribeAcls(r) => reply!(acls::describe(ctx, session, *r)),
+        Request::CreateAcls(r) => reply!(acls::create(ctx, session, *r).await),
+        Request::DeleteAcls(r) => reply!(acls::delete(ctx, session, *r).await),
     }
 }
 

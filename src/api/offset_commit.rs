@@ -12,21 +12,36 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, BrokerContext};
+use super::{ask_group, authorize_group, BrokerContext};
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::consumer_group::CommitOffsets;
 use crate::group::records::OffsetAndMetadata;
 use crate::topic_partition::TopicPartition;
 
+/// READ on the group (else GROUP_AUTHORIZATION_FAILED on every
+/// partition) and on each topic (else TOPIC_AUTHORIZATION_FAILED), as in
+/// Kafka's `handleOffsetCommitRequest`.
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: OffsetCommitRequest,
     now_ms: i64,
 ) -> OffsetCommitResponse {
+    let group_denied =
+        authorize_group(ctx, session, AclOperation::Read, &request.group_id.0).is_err();
     let mut offsets = Vec::new();
     let mut unknown = Vec::new();
+    let mut denied = Vec::new();
     for topic in &request.topics {
+        let topic_denied =
+            !ctx.authorize(session, AclOperation::Read, ResourceType::Topic, &topic.name.0);
         for p in &topic.partitions {
             let tp = TopicPartition::new(topic.name.0.to_string(), p.partition_index);
+            if group_denied || topic_denied {
+                denied.push(tp);
+                continue;
+            }
             // Kafka's `metadataCache.contains(tp)`: the partition must exist,
             // not only its topic.
             let known = ctx.partition(&tp).is_some()
@@ -57,6 +72,10 @@ pub async fn handle(
             ));
         }
     }
+    if group_denied {
+        let code = ResponseError::GroupAuthorizationFailed.code();
+        return response(denied.into_iter().map(|tp| (tp, code)).collect());
+    }
     let tps: Vec<TopicPartition> = offsets.iter().map(|(tp, _)| tp.clone()).collect();
     let command = CommitOffsets {
         member_id: request.member_id.to_string(),
@@ -85,6 +104,13 @@ pub async fn handle(
     for tp in unknown {
         codes.insert(tp, ResponseError::UnknownTopicOrPartition.code());
     }
+    for tp in denied {
+        codes.insert(tp, ResponseError::TopicAuthorizationFailed.code());
+    }
+    response(codes)
+}
+
+fn response(codes: BTreeMap<TopicPartition, i16>) -> OffsetCommitResponse {
     let mut topics: BTreeMap<String, Vec<OffsetCommitResponsePartition>> = BTreeMap::new();
     for (tp, code) in codes {
         topics.entry(tp.topic).or_default().push(

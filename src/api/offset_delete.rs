@@ -10,14 +10,23 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, require_group_id, BrokerContext};
+use super::{ask_group, authorize_group, require_group_id, BrokerContext};
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::consumer_group::DeleteOffsets;
 use crate::topic_partition::TopicPartition;
 
-pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    // Kafka's `metadataCache.contains(tp)` check comes first: partitions
-    // that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
-    let (partitions, unknown): (Vec<TopicPartition>, Vec<TopicPartition>) = request
+/// DELETE on the group (else GROUP_AUTHORIZATION_FAILED), READ on each
+/// topic (else TOPIC_AUTHORIZATION_FAILED), as in Kafka.
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    if let Err(e) = authorize_group(ctx, session, AclOperation::Delete, &request.group_id.0) {
+        return OffsetDeleteResponse::default().with_error_code(e.code());
+    }
+    let (request_partitions, denied): (Vec<TopicPartition>, Vec<TopicPartition>) = request
         .topics
         .iter()
         .flat_map(|t| {
@@ -25,6 +34,11 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
                 .iter()
                 .map(|p| TopicPartition::new(t.name.0.to_string(), p.partition_index))
         })
+        .partition(|tp| ctx.authorize(session, AclOperation::Read, ResourceType::Topic, &tp.topic));
+    // Kafka's `metadataCache.contains(tp)` check comes first: partitions
+    // that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
+    let (partitions, unknown): (Vec<TopicPartition>, Vec<TopicPartition>) = request_partitions
+        .into_iter()
         .partition(|tp| {
             ctx.partition(tp).is_some()
                 || ctx
@@ -54,6 +68,11 @@ pub async fn handle(ctx: &BrokerContext, request: OffsetDeleteRequest) -> Offset
         unknown
             .into_iter()
             .map(|tp| (tp, ResponseError::UnknownTopicOrPartition.code())),
+    );
+    results.extend(
+        denied
+            .into_iter()
+            .map(|tp| (tp, ResponseError::TopicAuthorizationFailed.code())),
     );
     let mut topics: BTreeMap<String, Vec<OffsetDeleteResponsePartition>> = BTreeMap::new();
     for (tp, code) in results {

@@ -12,18 +12,31 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::BrokerContext;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::partition::EndOffsetForLeaderEpoch;
 use crate::storage::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: OffsetForLeaderEpochRequest,
     version: i16,
 ) -> OffsetForLeaderEpochResponse {
+    // A follower (v3+ `replica_id`) needs CLUSTER_ACTION, a consumer
+    // DESCRIBE on the topic, as in Kafka.
+    let follower = version >= 3 && request.replica_id.0 >= 0;
+    let follower_allowed =
+        follower && ctx.authorize_cluster(session, AclOperation::ClusterAction);
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.topic.0.to_string();
+        let denied = if follower {
+            !follower_allowed
+        } else {
+            !ctx.authorize(session, AclOperation::Describe, ResourceType::Topic, &name)
+        };
         let partitions = topic.partitions.into_iter().map(|p| {
             let tp = TopicPartition::new(name.clone(), p.partition);
             async move {
@@ -31,6 +44,9 @@ pub async fn handle(
                     .with_partition(p.partition)
                     .with_leader_epoch(UNDEFINED_EPOCH)
                     .with_end_offset(UNDEFINED_EPOCH_OFFSET);
+                if denied {
+                    return answer.with_error_code(ResponseError::TopicAuthorizationFailed.code());
+                }
                 let Some(handle) = ctx.partition(&tp) else {
                     return answer.with_error_code(ctx.missing_partition(&tp));
                 };

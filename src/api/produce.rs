@@ -1,6 +1,7 @@
 //! Produce (key 0), v0-9. Each partition's records go to its partition
 //! actor, all partitions in parallel, enqueued in request order per
-//! connection (`ProduceOrder`). Internal topics refuse client records
+//! connection (`ProduceOrder`). A topic the principal may not WRITE gets
+//! TOPIC_AUTHORIZATION_FAILED and nothing is written. Internal topics refuse client records
 //! (INVALID_TOPIC_EXCEPTION). acks=0 gets no response at all;
 //! acks=1 and acks=-1 (all) answer once the leader has appended (with one
 //! replica, every ISR member has it then); other acks values get
@@ -20,6 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
 use super::BrokerContext;
+use crate::security::Session;
 use crate::actors::log_manager::LogManagerError;
 use crate::actors::partition::{PartitionError, ProduceError, RequiredAcks};
 use crate::storage::batch::BatchError;
@@ -113,6 +115,7 @@ type PartitionAppend = Pin<Box<dyn Future<Output = PartitionProduceResponse>>>;
 /// acks=0 gets no response (or, when it failed, a closed connection).
 pub async fn handle(
     ctx: &BrokerContext,
+    session: &Session,
     request: ProduceRequest,
     version: i16,
     mut turn: Option<ProduceTurn>,
@@ -130,7 +133,13 @@ pub async fn handle(
         let name = topic.name.0.to_string();
         // A lookup, not `topic()`: that clones the topic's whole metadata.
         let known = ctx.metadata.read(|m| m.topics.contains_key(&name));
-        if !known && ctx.config.auto_create_topics_enable {
+        // Only a principal that may write it and create it gets it created;
+        // the others hear TOPIC_AUTHORIZATION_FAILED from the append.
+        if !known
+            && ctx.config.auto_create_topics_enable
+            && ctx.produce_path.may_write(session, &name)
+            && super::metadata::may_create(ctx, session, &name)
+        {
             // Not awaited: this request answers UNKNOWN_TOPIC_OR_PARTITION
             // for it, and the turn passes on at once.
             ctx.auto_creations.start(ctx, &name);
@@ -145,7 +154,8 @@ pub async fn handle(
                 .with_log_start_offset(-1);
             // Enqueued now, in request order; awaited after the turn passes.
             let append = ctx.produce_path.append(
-                                tp.clone(),
+                session,
+                tp.clone(),
                 partition.records,
                 RequiredAcks(acks),
                 Duration::from_millis(timeout_ms),

@@ -6,11 +6,17 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ask_group, require_group_id, BrokerContext};
+use super::{ask_group, authorize_group, require_group_id, BrokerContext};
+use crate::security::acl::AclOperation;
+use crate::security::Session;
 use crate::actors::consumer_group::SyncGroup;
 use crate::group::state::SyncRequest;
 
-pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroupResponse {
+pub async fn handle(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: SyncGroupRequest,
+) -> SyncGroupResponse {
     let sync = SyncRequest {
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
@@ -29,7 +35,9 @@ pub async fn handle(ctx: &BrokerContext, request: SyncGroupRequest) -> SyncGroup
             })
             .collect(),
     };
-    if let Err(e) = require_group_id(&request.group_id.0) {
+    if let Err(e) = authorize_group(ctx, session, AclOperation::Read, &request.group_id.0)
+        .and_then(|()| require_group_id(&request.group_id.0))
+    {
         return SyncGroupResponse::default().with_error_code(e.code());
     }
     match ask_group(ctx, &request.group_id.0, SyncGroup(sync), false).await {

@@ -16,7 +16,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::BrokerContext;
+use super::{authorize_group, BrokerContext};
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::Session;
 use crate::actors::consumer_group::OFFSET_METADATA_MAX_BYTES;
 use crate::metadata::store::{CreateMode, MetadataError};
 use crate::metadata::znodes::ConsumerOffset;
@@ -51,10 +53,18 @@ async fn write(ctx: &BrokerContext, path: &str, offset: i64) -> Result<(), Metad
     }
 }
 
-pub async fn commit(ctx: &BrokerContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
+/// READ on the group and the topic, as a v1+ commit.
+pub async fn commit(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
     let group = request.group_id.0.to_string();
+    let group_denied = authorize_group(ctx, session, AclOperation::Read, &group).is_err();
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
+        let topic_denied =
+            !ctx.authorize(session, AclOperation::Read, ResourceType::Topic, &topic.name.0);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let tp = TopicPartition::new(topic.name.0.to_string(), p.partition_index);
@@ -62,7 +72,11 @@ pub async fn commit(ctx: &BrokerContext, request: OffsetCommitRequest) -> Offset
                 .committed_metadata
                 .as_ref()
                 .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES);
-            let code = if !known(ctx, &tp) {
+            let code = if group_denied {
+                ResponseError::GroupAuthorizationFailed.code()
+            } else if topic_denied {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else if !known(ctx, &tp) {
                 ResponseError::UnknownTopicOrPartition.code()
             } else if too_large {
                 ResponseError::OffsetMetadataTooLarge.code()
@@ -92,10 +106,19 @@ pub async fn commit(ctx: &BrokerContext, request: OffsetCommitRequest) -> Offset
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-pub async fn fetch(ctx: &BrokerContext, request: OffsetFetchRequest) -> OffsetFetchResponse {
+/// DESCRIBE on the group and the topic, as a v1+ fetch (v0 has no
+/// top-level error: the code goes on every partition).
+pub async fn fetch(
+    ctx: &BrokerContext,
+    session: &Session,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
     let group = request.group_id.0.to_string();
+    let group_denied = authorize_group(ctx, session, AclOperation::Describe, &group).is_err();
     let mut topics = Vec::new();
     for topic in request.topics.unwrap_or_default() {
+        let topic_denied =
+            !ctx.authorize(session, AclOperation::Describe, ResourceType::Topic, &topic.name.0);
         let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
         for &index in &topic.partition_indexes {
             let tp = TopicPartition::new(topic.name.0.to_string(), index);
@@ -104,7 +127,11 @@ pub async fn fetch(ctx: &BrokerContext, request: OffsetFetchRequest) -> OffsetFe
                 .with_partition_index(index)
                 .with_committed_offset(-1)
                 .with_metadata(Some(StrBytes::default()));
-            if known(ctx, &tp) {
+            if group_denied {
+                answer = answer.with_error_code(ResponseError::GroupAuthorizationFailed.code());
+            } else if topic_denied {
+                answer = answer.with_error_code(ResponseError::TopicAuthorizationFailed.code());
+            } else if known(ctx, &tp) {
                 let path = ConsumerOffset::path(&group, &tp.topic, tp.partition);
                 match ctx.store.get(&path).await {
                     Ok(Some((bytes, _))) => {

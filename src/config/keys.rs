@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::security::{AuthorizerClass, SuperUsers};
 use super::topic::ConfigKind;
 use super::{
     default_listener, invalid, parse_bool, parse_cleanup_policy, parse_compression_type,
@@ -172,6 +173,24 @@ impl KeyValue for CompressionType {
     }
     fn text(&self) -> String {
         self.name().to_string()
+    }
+}
+
+impl KeyValue for AuthorizerClass {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        AuthorizerClass::parse(raw)
+    }
+    fn text(&self) -> String {
+        self.class_name().to_string()
+    }
+}
+
+impl KeyValue for SuperUsers {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        SuperUsers::parse(raw)
+    }
+    fn text(&self) -> String {
+        SuperUsers::text(self)
     }
 }
 
@@ -498,6 +517,13 @@ broker_config! {
         "unclean.leader.election.enable" => unclean_leader_election_enable: bool = false, Boolean;
         /// Which replica consumers may fetch from (KIP-392); only Kafka's rack-aware selector is built in.
         "replica.selector.class" => replica_selector: ReplicaSelector = ReplicaSelector::LeaderOnly, Class;
+
+        /// The authorizer; only Kafka's kafka.security.authorizer.AclAuthorizer is built in.
+        "authorizer.class.name" => authorizer_class_name: AuthorizerClass = AuthorizerClass::None, Class;
+        /// Principals allowed everything, semicolon-separated (User:admin;User:broker).
+        "super.users" => super_users: SuperUsers = SuperUsers::default(), Str;
+        /// Whether a resource without any ACL is open to everyone.
+        "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: bool = false, Boolean;
 
         /// On SIGTERM in a cluster, move this broker's leaderships away first.
         "controlled.shutdown.enable" => controlled_shutdown_enable: bool = true, Boolean;

@@ -19,6 +19,7 @@ use java_properties::{LineContent, PropertiesIter};
 
 mod keys;
 mod replica_selector;
+mod security;
 
 crate::internal_modules! {
     mod dynamic;
@@ -30,6 +31,7 @@ crate::internal_modules! {
 pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);
+pub use security::{AuthorizerClass, SuperUsers};
 crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
 

@@ -6,12 +6,15 @@
 //! tolerates fields Kafka versions added later and fails with
 //! [`MetadataError::Corrupt`] naming the znode, never with a panic.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::store::{CreateMode, MetadataError, MetadataStore};
+use crate::security::acl::{
+    AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType,
+};
 use crate::topic_partition::TopicPartition;
 
 /// The persistent paths a cluster needs before brokers use it, in Kafka's
@@ -591,6 +594,202 @@ struct ConfigJsonIn {
     config: BTreeMap<String, String>,
 }
 
+/// `/kafka-acl/<Type>/<name>` (literal patterns) and
+/// `/kafka-acl-extended/prefixed/<Type>/<name>`: one resource pattern's
+/// ACL, `{"version":1,"acls":[{"principal":"User:alice",
+/// "permissionType":"Allow","operation":"Write","host":"*"}]}`, as Kafka's
+/// `ResourceZNode` and `AclEntry` write it.
+#[derive(Debug)]
+pub struct AclZNode;
+
+impl AclZNode {
+    pub const LITERAL_ROOT: &'static str = "/kafka-acl";
+    pub const EXTENDED_ROOT: &'static str = "/kafka-acl-extended";
+    /// The roots `AclAuthorizer` creates at start-up.
+    pub const ROOTS: [&'static str; 4] = [
+        Self::LITERAL_ROOT,
+        AclChangeNotification::LITERAL_PATH,
+        Self::EXTENDED_ROOT,
+        AclChangeNotification::EXTENDED_PATH,
+    ];
+
+    /// The root holding one pattern type's resources (`None`: a type
+    /// that is never stored).
+    pub fn root(pattern_type: PatternType) -> Option<String> {
+        match pattern_type {
+            PatternType::Literal => Some(Self::LITERAL_ROOT.to_string()),
+            PatternType::Prefixed => Some(format!("{}/prefixed", Self::EXTENDED_ROOT)),
+            _ => None,
+        }
+    }
+
+    /// `None` for a pattern type that is never stored.
+    pub fn path(pattern: &ResourcePattern) -> Option<String> {
+        Some(format!(
+            "{}/{}/{}",
+            Self::root(pattern.pattern_type)?,
+            pattern.resource_type.name(),
+            pattern.name
+        ))
+    }
+
+    pub fn encode(entries: &BTreeSet<AccessControlEntry>) -> Vec<u8> {
+        let acls = entries
+            .iter()
+            .map(|e| AclEntryJson {
+                principal: e.principal.clone(),
+                permission_type: e.permission.name().to_string(),
+                operation: e.operation.name().to_string(),
+                host: e.host.clone(),
+            })
+            .collect();
+        to_json(&AclsJson { version: 1, acls })
+    }
+
+    /// Empty data means no entries (Kafka's `AclEntry.fromBytes`); an
+    /// entry naming an operation or permission Kafka does not know is
+    /// corrupt.
+    pub fn decode(
+        pattern: &ResourcePattern,
+        bytes: &[u8],
+    ) -> Result<BTreeSet<AccessControlEntry>, MetadataError> {
+        if bytes.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let path = Self::path(pattern).unwrap_or_default();
+        let json: AclsJson = parse(&path, bytes)?;
+        let corrupt = |reason: String| MetadataError::Corrupt {
+            what: format!("znode {path}"),
+            reason,
+        };
+        json.acls
+            .into_iter()
+            .map(|e| {
+                let operation = AclOperation::from_name(&e.operation)
+                    .ok_or_else(|| corrupt(format!("unknown operation {}", e.operation)))?;
+                let permission = AclPermissionType::from_name(&e.permission_type).ok_or_else(
+                    || corrupt(format!("unknown permission type {}", e.permission_type)),
+                )?;
+                Ok(AccessControlEntry {
+                    principal: e.principal,
+                    host: e.host,
+                    operation,
+                    permission,
+                })
+            })
+            .collect()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct AclsJson {
+    version: i32,
+    #[serde(default)]
+    acls: Vec<AclEntryJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct AclEntryJson {
+    principal: String,
+    #[serde(rename = "permissionType")]
+    permission_type: String,
+    operation: String,
+    host: String,
+}
+
+/// `/kafka-acl-changes/acl_changes_<seq>` ("TOPIC:orders", a literal
+/// pattern) and `/kafka-acl-extended-changes/acl_changes_<seq>`
+/// (`{"version":1,"resourceType":"TOPIC","name":"orders-",
+/// "patternType":"PREFIXED"}`): "this pattern's ACL changed", which every
+/// broker's authorizer follows.
+#[derive(Debug)]
+pub struct AclChangeNotification;
+
+impl AclChangeNotification {
+    pub const LITERAL_PATH: &'static str = "/kafka-acl-changes";
+    pub const EXTENDED_PATH: &'static str = "/kafka-acl-extended-changes";
+    /// `ZkAclChangeStore.SequenceNumberPrefix`.
+    pub const PREFIX: &'static str = "acl_changes_";
+
+    /// The change path and data announcing a pattern's change.
+    pub fn encode(pattern: &ResourcePattern) -> (String, Vec<u8>) {
+        let upper = |name: &str| {
+            // Java's enum names: TRANSACTIONAL_ID.
+            let mut out = String::new();
+            for (i, c) in name.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_uppercase());
+            }
+            out
+        };
+        match pattern.pattern_type {
+            PatternType::Literal => (
+                format!("{}/{}", Self::LITERAL_PATH, Self::PREFIX),
+                format!("{}:{}", upper(pattern.resource_type.name()), pattern.name).into_bytes(),
+            ),
+            _ => (
+                format!("{}/{}", Self::EXTENDED_PATH, Self::PREFIX),
+                to_json(&ExtendedAclChangeJson {
+                    version: 1,
+                    resource_type: upper(pattern.resource_type.name()),
+                    name: pattern.name.clone(),
+                    pattern_type: upper(pattern.pattern_type.name()),
+                }),
+            ),
+        }
+    }
+
+    /// The pattern a notification under `change_path` names.
+    pub fn decode(change_path: &str, bytes: &[u8]) -> Result<ResourcePattern, MetadataError> {
+        let corrupt = |reason: String| MetadataError::Corrupt {
+            what: format!("an ACL change notification under {change_path}"),
+            reason,
+        };
+        if change_path == Self::LITERAL_PATH {
+            let text = std::str::from_utf8(bytes).map_err(|e| corrupt(e.to_string()))?;
+            let (kind, name) = text
+                .split_once(':')
+                .ok_or_else(|| corrupt(format!("{text:?} is not ResourceType:ResourceName")))?;
+            let resource_type = ResourceType::from_name(kind)
+                .filter(|t| t.is_specific())
+                .ok_or_else(|| corrupt(format!("unknown resource type {kind}")))?;
+            return Ok(ResourcePattern::literal(resource_type, name));
+        }
+        let json: ExtendedAclChangeJson = parse(change_path, bytes)?;
+        if json.version > 1 {
+            return Err(corrupt(format!("unsupported version {}", json.version)));
+        }
+        let resource_type = ResourceType::from_name(&json.resource_type)
+            .filter(|t| t.is_specific())
+            .ok_or_else(|| corrupt(format!("unknown resource type {}", json.resource_type)))?;
+        let pattern_type = PatternType::from_name(&json.pattern_type)
+            .filter(|p| matches!(p, PatternType::Literal | PatternType::Prefixed))
+            .ok_or_else(|| corrupt(format!("unknown pattern type {}", json.pattern_type)))?;
+        Ok(ResourcePattern {
+            resource_type,
+            pattern_type,
+            name: json.name,
+        })
+    }
+
+    /// The sequence number of a notification's name.
+    pub fn sequence(name: &str) -> Option<i64> {
+        name.strip_prefix(Self::PREFIX)?.parse().ok()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ExtendedAclChangeJson {
+    version: i32,
+    #[serde(rename = "resourceType")]
+    resource_type: String,
+    name: String,
+    #[serde(rename = "patternType")]
+    pattern_type: String,
+}
+
 /// `/admin/delete_topics`: topics queued for deletion, one child each.
 #[derive(Debug)]
 pub struct DeleteTopicsZNode;
@@ -1135,5 +1334,54 @@ mod tests {
                 .expect("read back");
             assert_eq!((first.as_str(), second.as_str()), ("first-id", "first-id"));
         });
+    }
+
+    /// What Kafka 3.9's `kafka-acls --authorizer-properties
+    /// zookeeper.connect=...` writes reads back, and ours encodes the same.
+    #[test]
+    fn acl_znodes_are_kafkas() {
+        let pattern = ResourcePattern::literal(ResourceType::Topic, "orders");
+        assert_eq!(AclZNode::path(&pattern).as_deref(), Some("/kafka-acl/Topic/orders"));
+        let prefixed = ResourcePattern::prefixed(ResourceType::TransactionalId, "tx-");
+        assert_eq!(
+            AclZNode::path(&prefixed).as_deref(),
+            Some("/kafka-acl-extended/prefixed/TransactionalId/tx-")
+        );
+        let kafka = br#"{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"IdempotentWrite","host":"*"},{"host":"10.0.0.1","permissionType":"Deny","operation":"Read","principal":"User:bob"}]}"#;
+        let entries = AclZNode::decode(&pattern, kafka).expect("decodes");
+        assert_eq!(entries.len(), 2);
+        assert!(entries.iter().any(|e| e.principal == "User:alice"
+            && e.operation == AclOperation::IdempotentWrite
+            && e.permission == AclPermissionType::Allow
+            && e.host == "*"));
+        assert_eq!(AclZNode::decode(&pattern, &AclZNode::encode(&entries)).expect("round trip"), entries);
+        assert!(text(AclZNode::encode(&entries)).contains(r#""permissionType":"Deny","operation":"Read","host":"10.0.0.1""#));
+        assert!(AclZNode::decode(&pattern, b"").expect("empty").is_empty());
+        assert!(AclZNode::decode(&pattern, br#"{"version":1,"acls":[{"principal":"User:a","permissionType":"Maybe","operation":"Read","host":"*"}]}"#).is_err());
+        assert!(AclZNode::decode(&pattern, b"{not json").is_err());
+    }
+
+    #[test]
+    fn acl_change_notifications_are_kafkas() {
+        let literal = ResourcePattern::literal(ResourceType::TransactionalId, "a:b");
+        let (path, data) = AclChangeNotification::encode(&literal);
+        assert_eq!(path, "/kafka-acl-changes/acl_changes_");
+        assert_eq!(text(data.clone()), "TRANSACTIONAL_ID:a:b");
+        assert_eq!(AclChangeNotification::decode(AclChangeNotification::LITERAL_PATH, &data).expect("decodes"), literal);
+        // Older brokers wrote the Pascal-case name.
+        assert_eq!(
+            AclChangeNotification::decode(AclChangeNotification::LITERAL_PATH, b"Topic:t").expect("decodes"),
+            ResourcePattern::literal(ResourceType::Topic, "t")
+        );
+        let prefixed = ResourcePattern::prefixed(ResourceType::Group, "g-");
+        let (path, data) = AclChangeNotification::encode(&prefixed);
+        assert_eq!(path, "/kafka-acl-extended-changes/acl_changes_");
+        assert_eq!(
+            text(data.clone()),
+            r#"{"version":1,"resourceType":"GROUP","name":"g-","patternType":"PREFIXED"}"#
+        );
+        assert_eq!(AclChangeNotification::decode(AclChangeNotification::EXTENDED_PATH, &data).expect("decodes"), prefixed);
+        assert!(AclChangeNotification::decode(AclChangeNotification::LITERAL_PATH, b"no-separator").is_err());
+        assert_eq!(AclChangeNotification::sequence("acl_changes_0000000012"), Some(12));
     }
 }

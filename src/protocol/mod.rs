@@ -107,6 +107,9 @@ implemented_apis! {
     OffsetDelete(OffsetDeleteRequest) = OffsetDelete, 0..=0;
     DescribeCluster(DescribeClusterRequest) = DescribeCluster, 0..=1;
     InitProducerId(InitProducerIdRequest) = InitProducerId, 0..=4;
+    DescribeAcls(DescribeAclsRequest) = DescribeAcls, 0..=3;
+    CreateAcls(CreateAclsRequest) = CreateAcls, 0..=3;
+    DeleteAcls(DeleteAclsRequest) = DeleteAcls, 0..=3;
 }
 
 /// The version range ferrolog serves for `api`, if it implements it.
