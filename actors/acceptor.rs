@@ -18,10 +18,13 @@ use tokio::net::TcpListener;
 use super::connection::Connection;
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use crate::broker_context::BrokerContext;
+use crate::security::ListenerSecurity;
 
 pub struct Acceptor {
     /// Shared with the accept loop, which a restart spawns again.
     listener: Arc<TcpListener>,
+    /// How this listener's clients authenticate.
+    security: Arc<ListenerSecurity>,
     ctx: Arc<BrokerContext>,
     arbiters: Vec<ArbiterHandle>,
     open_connections: Arc<AtomicUsize>,
@@ -32,6 +35,7 @@ impl Acceptor {
     /// Starts accepting on `listener` under supervision.
     pub fn start(
         listener: TcpListener,
+        security: Arc<ListenerSecurity>,
         ctx: Arc<BrokerContext>,
         arbiters: Vec<ArbiterHandle>,
         fatal: BrokerFatal,
@@ -39,6 +43,7 @@ impl Acceptor {
         let link = SupervisorLink::default();
         let acceptor = Acceptor {
             listener: Arc::new(listener),
+            security,
             ctx,
             arbiters,
             open_connections: Arc::new(AtomicUsize::new(0)),
@@ -67,6 +72,7 @@ impl Actor for Acceptor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let listener = self.listener.clone();
+        let security = self.security.clone();
         let broker = self.ctx.clone();
         let arbiters = self.arbiters.clone();
         let open = self.open_connections.clone();
@@ -111,7 +117,7 @@ impl Actor for Acceptor {
                     &mut next,
                     peer,
                     std_stream,
-                    broker.clone(),
+                    (broker.clone(), security.clone()),
                     open.clone(),
                 );
             }
@@ -125,12 +131,12 @@ fn start_connection(
     next: &mut usize,
     peer: SocketAddr,
     stream: std::net::TcpStream,
-    broker: Arc<BrokerContext>,
+    (broker, security): (Arc<BrokerContext>, Arc<ListenerSecurity>),
     open: Arc<AtomicUsize>,
 ) {
     let start = move || match tokio::net::TcpStream::from_std(stream) {
         Ok(stream) => {
-            Connection::new(peer, stream, broker, open).start();
+            Connection::new(peer, stream, broker, security, open).start();
         }
         Err(e) => {
             open.fetch_sub(1, Ordering::SeqCst);

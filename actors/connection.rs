@@ -5,6 +5,14 @@
 //! its responses is disconnected after `connections.max.idle.ms`. At most `MAX_IN_FLIGHT` requests per
 //! connection are outstanding; past that it stops reading (backpressure).
 //!
+//! On a SASL listener it runs the exchange first (`security::sasl`): only
+//! ApiVersions, SaslHandshake and SaslAuthenticate (or, after a v0
+//! handshake, one bare token) are taken until the client authenticated;
+//! anything else, a failed authentication or an unsupported mechanism
+//! closes the connection after its answer, as Kafka's
+//! `SaslServerAuthenticator` does. Requests then run as the authenticated
+//! principal; on PLAINTEXT as `User:ANONYMOUS`.
+//!
 //! A frame it cannot parse closes the connection with a log line; it never
 //! lets client input panic the broker. It owns no broker state.
 
@@ -22,7 +30,9 @@ use crate::api::produce::ProduceOrder;
 use crate::api::{self, RequestOrigin};
 use crate::broker_context::BrokerContext;
 use crate::net::{read_request_frame, write_frame, FrameError};
-use crate::protocol::{self, ProtocolError, ResponseFrame};
+use crate::protocol::{self, ProtocolError, Request, ResponseFrame};
+use crate::security::sasl::{SaslExchange, SaslStep};
+use crate::security::{KafkaPrincipal, ListenerSecurity, Session};
 use kafka_protocol::messages::ApiKey;
 
 /// Requests one connection may have in flight before reading pauses.
@@ -34,6 +44,7 @@ pub struct Connection {
     peer: SocketAddr,
     stream: Option<TcpStream>,
     ctx: Arc<BrokerContext>,
+    security: Arc<ListenerSecurity>,
     open_connections: Arc<AtomicUsize>,
 }
 
@@ -42,12 +53,14 @@ impl Connection {
         peer: SocketAddr,
         stream: TcpStream,
         ctx: Arc<BrokerContext>,
+        security: Arc<ListenerSecurity>,
         open_connections: Arc<AtomicUsize>,
     ) -> Self {
         Connection {
             peer,
             stream: Some(stream),
             ctx,
+            security,
             open_connections,
         }
     }
@@ -67,7 +80,8 @@ impl Actor for Connection {
         let broker = self.ctx.clone();
         let max_frame = broker.config.socket_request_max_bytes as usize;
         let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
-        let reader = read_requests(read_half, queue, broker, peer, max_frame, idle);
+        let security = self.security.clone();
+        let reader = read_requests(read_half, queue, broker, security, peer, max_frame, idle);
         let writer = write_responses(write_half, pending, peer, idle);
         let both = async move {
             // The writer ends when the reader drops the queue and every
@@ -87,13 +101,18 @@ async fn read_requests(
     mut reader: tokio::net::tcp::OwnedReadHalf,
     queue: mpsc::Sender<PendingResponse>,
     broker: Arc<BrokerContext>,
+    security: Arc<ListenerSecurity>,
     peer: SocketAddr,
     max_frame: usize,
     idle: Duration,
 ) {
     let produce_order = ProduceOrder::default();
-    // PLAINTEXT: every request is User:ANONYMOUS's.
-    let session = Arc::new(crate::security::Session::anonymous(peer.ip()));
+    // PLAINTEXT: every request is User:ANONYMOUS's; SASL replaces it.
+    let mut session = Arc::new(Session::anonymous(peer.ip()));
+    let mut gate = security.protocol.is_sasl().then_some(SaslGate {
+        exchange: SaslExchange::AwaitingHandshake,
+        bare_token: false,
+    });
     loop {
         let read = read_request_frame(
             &mut reader,
@@ -113,6 +132,37 @@ async fn read_requests(
             }
             Ok(Ok(frame)) => frame,
         };
+        if let Some(sasl) = gate.as_mut() {
+            match sasl.take(&frame, &security, peer) {
+                Gate::Pass => {}
+                Gate::Answer { frame, then } => {
+                    let ready: PendingResponse = actix_rt::spawn(async move { Ok(frame) });
+                    if queue.send(ready).await.is_err() {
+                        return;
+                    }
+                    match then {
+                        Then::Continue => continue,
+                        Then::Close => return,
+                        Then::Authenticated(principal) => {
+                            log::info!(
+                                "{peer} authenticated as {principal} on {}",
+                                security.listener
+                            );
+                            session = Arc::new(Session {
+                                principal,
+                                host: peer.ip().to_canonical().to_string(),
+                            });
+                            gate = None;
+                            continue;
+                        }
+                    }
+                }
+                Gate::Close(reason) => {
+                    log::warn!("closing connection from {peer}: {reason}");
+                    return;
+                }
+            }
+        }
         let pending: PendingResponse = match protocol::decode_request(frame) {
             Ok(request) => {
                 let broker = broker.clone();
@@ -181,6 +231,156 @@ async fn write_responses(
                     stall_limit.as_millis()
                 );
                 return;
+            }
+        }
+    }
+}
+
+/// The SASL exchange of one connection, until it authenticated.
+struct SaslGate {
+    exchange: SaslExchange,
+    /// After a v0 SaslHandshake the token comes as a bare frame.
+    bare_token: bool,
+}
+
+/// What the reader does with a frame on a SASL listener.
+enum Gate {
+    /// Not part of the exchange (ApiVersions): handle it as usual.
+    Pass,
+    /// Answered here; then go on, close, or take the principal.
+    Answer {
+        frame: Option<ResponseFrame>,
+        then: Then,
+    },
+    /// Out of place: close without an answer.
+    Close(String),
+}
+
+enum Then {
+    Continue,
+    Close,
+    Authenticated(KafkaPrincipal),
+}
+
+impl SaslGate {
+    fn take(
+        &mut self,
+        frame: &bytes::Bytes,
+        security: &ListenerSecurity,
+        peer: SocketAddr,
+    ) -> Gate {
+        use kafka_protocol::error::ResponseError;
+        use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
+        use kafka_protocol::protocol::StrBytes;
+        if self.bare_token {
+            // Kafka's v0 exchange: the bare token, answered by a bare
+            // (empty, for PLAIN) token; a failure just closes.
+            return match self.exchange.authenticate(frame, &security.plain) {
+                SaslStep::Authenticate(Ok(principal)) => Gate::Answer {
+                    frame: Some(bare_frame(&[])),
+                    then: Then::Authenticated(principal),
+                },
+                SaslStep::Authenticate(Err(e)) => Gate::Close(e.to_string()),
+                step => Gate::Close(why_of(&step)),
+            };
+        }
+        let request = match protocol::decode_request(frame.clone()) {
+            Ok(request) => request,
+            // The usual path answers an ApiVersions it cannot decode (the
+            // client retries an older version) and closes on the rest.
+            Err(_) => return Gate::Pass,
+        };
+        let (api, version, correlation_id) =
+            (request.api, request.version(), request.correlation_id());
+        let encode = |response: &dyn EncodeAnswer| response.encode(api, version, correlation_id);
+        match &request.body {
+            Request::ApiVersions(_) => Gate::Pass,
+            Request::SaslHandshake(r) => {
+                let step = self.exchange.handshake(&r.mechanism, &security.mechanisms);
+                let SaslStep::Handshake { error_code } = step else {
+                    return Gate::Close(why_of(&step));
+                };
+                let response = SaslHandshakeResponse::default()
+                    .with_error_code(error_code)
+                    .with_mechanisms(
+                        security
+                            .mechanisms
+                            .iter()
+                            .map(|m| StrBytes::from_string(m.clone()))
+                            .collect(),
+                    );
+                if error_code != 0 {
+                    log::warn!(
+                        "closing connection from {peer}: unsupported SASL mechanism {}",
+                        r.mechanism
+                    );
+                    return Gate::Answer {
+                        frame: encode(&response),
+                        then: Then::Close,
+                    };
+                }
+                self.bare_token = version == 0;
+                Gate::Answer {
+                    frame: encode(&response),
+                    then: Then::Continue,
+                }
+            }
+            Request::SaslAuthenticate(r) => {
+                match self.exchange.authenticate(&r.auth_bytes, &security.plain) {
+                    SaslStep::Authenticate(Ok(principal)) => Gate::Answer {
+                        frame: encode(&SaslAuthenticateResponse::default()),
+                        then: Then::Authenticated(principal),
+                    },
+                    SaslStep::Authenticate(Err(e)) => {
+                        log::warn!("closing connection from {peer}: {e}");
+                        Gate::Answer {
+                            frame: encode(
+                                &SaslAuthenticateResponse::default()
+                                    .with_error_code(ResponseError::SaslAuthenticationFailed.code())
+                                    .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+                            ),
+                            then: Then::Close,
+                        }
+                    }
+                    step => Gate::Close(why_of(&step)),
+                }
+            }
+            _ => Gate::Close(format!("{api:?} before SASL authentication")),
+        }
+    }
+}
+
+fn why_of(step: &SaslStep) -> String {
+    match step {
+        SaslStep::Refuse(why) => (*why).to_string(),
+        _ => "an unexpected SASL step".to_string(),
+    }
+}
+
+/// A length-prefixed frame without a response header (SASL v0 tokens).
+fn bare_frame(token: &[u8]) -> ResponseFrame {
+    let mut bytes = Vec::with_capacity(4 + token.len());
+    bytes.extend_from_slice(&(token.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(token);
+    ResponseFrame {
+        chunks: vec![protocol::ResponseChunk::Bytes(bytes::Bytes::from(bytes))],
+    }
+}
+
+/// Encodes the exchange's answers (each a different response type).
+trait EncodeAnswer {
+    fn encode(&self, api: ApiKey, version: i16, correlation_id: i32) -> Option<ResponseFrame>;
+}
+
+impl<R: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion> EncodeAnswer
+    for R
+{
+    fn encode(&self, api: ApiKey, version: i16, correlation_id: i32) -> Option<ResponseFrame> {
+        match protocol::encode_response(api, version, correlation_id, self, Vec::new()) {
+            Ok(frame) => Some(frame),
+            Err(e) => {
+                log::error!("encoding a SASL answer failed: {e}");
+                None
             }
         }
     }

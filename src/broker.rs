@@ -232,6 +232,18 @@ impl BrokerBuilder {
             .listeners
             .first()
             .ok_or_else(|| BrokerError::config("listeners is empty"))?;
+        let listener_security = Arc::new(
+            crate::security::ListenerSecurity::of(&config, listener)
+                .map_err(|e| BrokerError::config(e.to_string()))?,
+        );
+        if listener.security_protocol.is_sasl()
+            && listener_security.mechanisms.iter().any(|m| m == "PLAIN")
+        {
+            log::warn!(
+                "SASL/PLAIN is enabled on listener {} without TLS: passwords cross the network in clear text",
+                listener.name
+            );
+        }
         let bind_host = if listener.host.is_empty() {
             "0.0.0.0"
         } else {
@@ -399,6 +411,7 @@ impl BrokerBuilder {
             .collect();
         let acceptor = Acceptor::start(
             socket,
+            listener_security,
             context.clone(),
             network.iter().map(|a| a.handle()).collect(),
             fatal,

@@ -41,6 +41,7 @@ fn shipped_file_loads() {
     assert_eq!(config.log_dirs, vec![PathBuf::from("/tmp/ferrolog-logs")]);
     let local = Listener {
         name: "PLAINTEXT".to_string(),
+        security_protocol: ferrolog::config::SecurityProtocol::Plaintext,
         host: "127.0.0.1".to_string(),
         port: 9092,
     };

@@ -1047,3 +1047,52 @@ fn mutated_record_batches_never_panic_assign_offsets() {
         },
     );
 }
+
+/// The SASL front door: arbitrary PLAIN tokens and JAAS lines never panic
+/// and never take long; a token authenticates only if it is exactly a
+/// known user's `\0user\0password` (or with the user as authzid).
+#[test]
+fn sasl_plain_tokens_and_jaas_lines_never_panic() {
+    use ferrolog::security::sasl::{parse_jaas, PlainUsers, SaslExchange, SaslStep};
+    let users = PlainUsers::from_jaas(
+        &parse_jaas(r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_b="x";"#)
+            .expect("parses"),
+    );
+    let enabled = vec!["PLAIN".to_string()];
+    run(
+        "SASL/PLAIN tokens",
+        2048,
+        (
+            prop::collection::vec(any::<u8>(), 0..256),
+            prop::collection::vec(any::<u8>(), 0..256),
+        ),
+        |(token, jaas), stats| {
+            let started = Instant::now();
+            let _ = parse_jaas(&String::from_utf8_lossy(&jaas));
+            let mut exchange = SaslExchange::AwaitingHandshake;
+            let handshake = exchange.handshake("PLAIN", &enabled);
+            prop_assert_eq!(handshake, SaslStep::Handshake { error_code: 0 });
+            let step = exchange.authenticate(&token, &users);
+            let expected_ok = token == b"\0alice\0alice-secret"
+                || token == b"alice\0alice\0alice-secret"
+                || token == b"\0b\0x"
+                || token == b"b\0b\0x";
+            let outcome = match &step {
+                SaslStep::Authenticate(Ok(_)) => "authenticated",
+                SaslStep::Authenticate(Err(_)) => "refused",
+                _ => "other",
+            };
+            prop_assert_eq!(
+                outcome == "authenticated",
+                expected_ok,
+                "{:?} -> {:?}",
+                token,
+                step
+            );
+            let took = started.elapsed();
+            prop_assert!(took < CASE_BUDGET, "took {:?}", took);
+            stats.record(outcome, took);
+            Ok(())
+        },
+    );
+}

@@ -20,8 +20,9 @@ use kafka_protocol::messages::stop_replica_request::{
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
     DescribeAclsRequest, DescribeAclsResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest,
-    LeaderAndIsrResponse, ListOffsetsRequest, ListOffsetsResponse, StopReplicaRequest,
-    StopReplicaResponse, TopicName,
+    LeaderAndIsrResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse, StopReplicaRequest, StopReplicaResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -34,6 +35,7 @@ const AUTHORIZER: &str = "authorizer.class.name=kafka.security.authorizer.AclAut
 
 // Kafka's codes (org.apache.kafka.common.acl / .resource).
 const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
 const CLUSTER: i8 = 4;
 const LITERAL: i8 = 3;
 const PREFIXED: i8 = 4;
@@ -144,18 +146,23 @@ fn is_topic_authorization_failed(result: &Result<i64, KafkaError>) -> bool {
     )
 }
 
+/// ListOffsets v7 for the end of `topic`'s partition 0, as a consumer asks.
+fn latest_offset_request(topic: &str) -> ListOffsetsRequest {
+    ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(text(topic)))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(-1)])])
+}
+
 fn end_offset(bootstrap: &str, topic: &str) -> (i16, i64) {
     let response: ListOffsetsResponse = raw_request(
         bootstrap,
         ApiKey::ListOffsets,
         7,
-        &ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_topics(vec![ListOffsetsTopic::default()
-                .with_name(TopicName(text(topic)))
-                .with_partitions(vec![ListOffsetsPartition::default()
-                    .with_partition_index(0)
-                    .with_timestamp(-1)])]),
+        &latest_offset_request(topic),
         TIMEOUT,
     );
     let p = &response.topics[0].partitions[0];
@@ -482,4 +489,428 @@ fn acls_created_at_one_broker_apply_at_every_broker() {
             .max(end_offset(&two, "shared").1),
         4
     );
+}
+
+// ---------------------------------------------------------------------
+// SASL/PLAIN on a SASL_PLAINTEXT listener.
+
+const JAAS: &str = r#"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";"#;
+
+fn sasl_broker(dir: &std::path::Path, extra: &[&str]) -> BrokerProcess {
+    let mut overrides = vec![
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=PLAIN",
+        JAAS,
+    ];
+    overrides.extend_from_slice(extra);
+    BrokerProcess::start(dir, &overrides)
+}
+
+fn sasl_config(bootstrap: &str, user: &str, password: &str) -> rdkafka::config::ClientConfig {
+    let mut config = client_config(bootstrap);
+    config
+        .set("security.protocol", "SASL_PLAINTEXT")
+        .set("sasl.mechanism", "PLAIN")
+        .set("sasl.username", user)
+        .set("sasl.password", password);
+    config
+}
+
+/// A connection that runs SaslHandshake (`handshake_version`) and then
+/// the PLAIN exchange by hand, as a client would: SaslAuthenticate v2
+/// after a v1 handshake, the bare token after a v0 one.
+struct RawConnection {
+    stream: std::net::TcpStream,
+    correlation_id: i32,
+}
+
+impl RawConnection {
+    fn open(bootstrap: &str) -> RawConnection {
+        let stream = std::net::TcpStream::connect(bootstrap).expect("connect");
+        stream.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+        RawConnection {
+            stream,
+            correlation_id: 0,
+        }
+    }
+
+    fn send_bytes(&mut self, body: &[u8]) {
+        use std::io::Write;
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        self.stream.write_all(&frame).expect("send");
+    }
+
+    /// The next frame's bytes; `None` once the broker closed the connection.
+    fn receive(&mut self) -> Option<bytes::Bytes> {
+        use std::io::Read;
+        let mut prefix = [0u8; 4];
+        self.stream.read_exact(&mut prefix).ok()?;
+        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        self.stream.read_exact(&mut body).ok()?;
+        Some(bytes::Bytes::from(body))
+    }
+
+    fn request<Req, Resp>(&mut self, api: ApiKey, version: i16, request: &Req) -> Option<Resp>
+    where
+        Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
+        Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
+    {
+        use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+        use kafka_protocol::protocol::Decodable;
+        self.correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("sasl-test")));
+        let frame = ferrolog::protocol::encode_request(&header, api, request).expect("encodes");
+        use std::io::Write;
+        self.stream.write_all(&frame).expect("send");
+        let mut body = self.receive()?;
+        let header = ResponseHeader::decode(&mut body, api.response_header_version(version))
+            .expect("response header");
+        assert_eq!(header.correlation_id, self.correlation_id);
+        Some(Resp::decode(&mut body, version).expect("response decodes"))
+    }
+
+    fn handshake(&mut self, version: i16, mechanism: &str) -> Option<SaslHandshakeResponse> {
+        self.request(
+            ApiKey::SaslHandshake,
+            version,
+            &SaslHandshakeRequest::default().with_mechanism(text(mechanism)),
+        )
+    }
+
+    fn authenticate(&mut self, token: &[u8]) -> Option<SaslAuthenticateResponse> {
+        self.request(
+            ApiKey::SaslAuthenticate,
+            2,
+            &SaslAuthenticateRequest::default()
+                .with_auth_bytes(bytes::Bytes::copy_from_slice(token)),
+        )
+    }
+
+    fn metadata(&mut self) -> Option<MetadataResponse> {
+        self.request(
+            ApiKey::Metadata,
+            12,
+            &MetadataRequest::default().with_topics(None),
+        )
+    }
+}
+
+/// SASL/PLAIN as Kafka runs it: the right password authenticates (v1
+/// handshake + SaslAuthenticate, and v0's bare token); a wrong password or
+/// an unknown user answers SASL_AUTHENTICATION_FAILED and closes; an
+/// unsupported mechanism answers UNSUPPORTED_SASL_MECHANISM with the
+/// enabled list and closes; any other request before authentication, a
+/// truncated token, or a second handshake closes the connection; and the
+/// broker keeps serving the others.
+#[test]
+fn sasl_plain_authenticates_as_kafka_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = sasl_broker(dir.path(), &[]);
+    broker.wait_for_line(
+        "passwords cross the network in clear text",
+        Duration::from_secs(5),
+    );
+    let bootstrap = broker.bootstrap.clone();
+
+    let mut good = RawConnection::open(&bootstrap);
+    // ApiVersions comes first, as clients send it (kafka-python's v4, one
+    // version past ferrolog's, is answered so it retries an older one).
+    let versions: kafka_protocol::messages::ApiVersionsResponse = good
+        .request(
+            ApiKey::ApiVersions,
+            3,
+            &kafka_protocol::messages::ApiVersionsRequest::default(),
+        )
+        .expect("ApiVersions before authentication");
+    assert!(versions
+        .api_keys
+        .iter()
+        .any(|k| k.api_key == ApiKey::SaslAuthenticate as i16 && k.max_version == 2));
+    let handshake = good.handshake(1, "PLAIN").expect("handshake answered");
+    assert_eq!(handshake.error_code, 0);
+    assert_eq!(handshake.mechanisms, vec![text("PLAIN")]);
+    let auth = good
+        .authenticate(b"\0alice\0alice-secret")
+        .expect("answered");
+    assert_eq!(auth.error_code, 0);
+    assert!(
+        good.metadata().is_some(),
+        "authenticated: requests are served"
+    );
+    // After authentication another handshake is out of place.
+    assert_eq!(
+        good.handshake(1, "PLAIN").expect("answered").error_code,
+        ResponseError::IllegalSaslState.code()
+    );
+
+    for token in [
+        &b"\0alice\0wrong"[..],
+        b"\0mallory\0alice-secret",
+        b"admin\0alice\0alice-secret",
+    ] {
+        let mut bad = RawConnection::open(&bootstrap);
+        assert_eq!(bad.handshake(1, "PLAIN").expect("answered").error_code, 0);
+        let refused = bad.authenticate(token).expect("answered");
+        assert_eq!(
+            refused.error_code,
+            ResponseError::SaslAuthenticationFailed.code()
+        );
+        assert!(
+            refused
+                .error_message
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("Authentication failed"),
+            "{:?}",
+            refused.error_message
+        );
+        assert!(
+            bad.metadata().is_none(),
+            "closed after a failed authentication"
+        );
+    }
+
+    let mut scram = RawConnection::open(&bootstrap);
+    let answer = scram.handshake(1, "SCRAM-SHA-512").expect("answered");
+    assert_eq!(
+        answer.error_code,
+        ResponseError::UnsupportedSaslMechanism.code()
+    );
+    assert_eq!(answer.mechanisms, vec![text("PLAIN")]);
+    assert!(
+        scram.metadata().is_none(),
+        "closed after an unsupported mechanism"
+    );
+
+    let mut early = RawConnection::open(&bootstrap);
+    assert!(
+        early.metadata().is_none(),
+        "Metadata before authentication closes"
+    );
+    let mut early = RawConnection::open(&bootstrap);
+    assert!(
+        early.authenticate(b"\0alice\0alice-secret").is_none(),
+        "no handshake first"
+    );
+    let mut truncated = RawConnection::open(&bootstrap);
+    assert_eq!(
+        truncated
+            .handshake(1, "PLAIN")
+            .expect("answered")
+            .error_code,
+        0
+    );
+    assert_eq!(
+        truncated
+            .authenticate(b"\0alice")
+            .expect("answered")
+            .error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+
+    // Kafka's v0 exchange: after the handshake, the bare token.
+    let mut v0 = RawConnection::open(&bootstrap);
+    assert_eq!(v0.handshake(0, "PLAIN").expect("answered").error_code, 0);
+    v0.send_bytes(b"\0bob\0bob-secret");
+    assert_eq!(v0.receive().expect("the bare answer").len(), 0);
+    assert!(v0.metadata().is_some());
+    let mut v0_bad = RawConnection::open(&bootstrap);
+    assert_eq!(
+        v0_bad.handshake(0, "PLAIN").expect("answered").error_code,
+        0
+    );
+    v0_bad.send_bytes(b"\0bob\0nope");
+    assert!(v0_bad.receive().is_none(), "v0: a failure closes");
+
+    // Still serving the authenticated connection.
+    assert!(good.metadata().is_some());
+    assert!(broker.is_running());
+}
+
+/// librdkafka and kafka-python authenticate with SASL/PLAIN, and the ACLs
+/// apply to the user they authenticated as: alice may write and read
+/// "orders", bob may not (TOPIC_AUTHORIZATION_FAILED, nothing written),
+/// admin is a super user, and a wrong password gets no metadata at all.
+#[test]
+fn sasl_users_are_the_principals_acls_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = sasl_broker(dir.path(), &[AUTHORIZER, "super.users=User:admin"]);
+    let bootstrap = broker.bootstrap.clone();
+    // admin (a super user) creates the topic and alice's ACLs.
+    let admin_client: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        sasl_config(&bootstrap, "admin", "admin-secret")
+            .create()
+            .expect("admin client");
+    let created = common::block_on(admin_client.create_topics(
+        &[rdkafka::admin::NewTopic::new(
+            "orders",
+            1,
+            rdkafka::admin::TopicReplication::Fixed(1),
+        )],
+        &common::admin_options(TIMEOUT),
+    ))
+    .expect("CreateTopics answered");
+    assert!(created[0].is_ok(), "{created:?}");
+    let mut admin = RawConnection::open(&bootstrap);
+    assert_eq!(admin.handshake(1, "PLAIN").expect("answered").error_code, 0);
+    assert_eq!(
+        admin
+            .authenticate(b"\0admin\0admin-secret")
+            .expect("answered")
+            .error_code,
+        0
+    );
+    let created: CreateAclsResponse = admin
+        .request(
+            ApiKey::CreateAcls,
+            3,
+            &CreateAclsRequest::default().with_creations(vec![
+                acl(TOPIC, "orders", LITERAL, "User:alice", WRITE, ALLOW),
+                acl(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW),
+                // kafka-python's consumer group-less assign needs no group ACL;
+                // a group ACL for alice anyway, as a consumer would need.
+                acl(GROUP, "orders-readers", LITERAL, "User:alice", READ, ALLOW),
+            ]),
+        )
+        .expect("answered");
+    assert_eq!(
+        created
+            .results
+            .iter()
+            .map(|r| r.error_code)
+            .collect::<Vec<_>>(),
+        vec![0, 0, 0]
+    );
+
+    // librdkafka as alice: written at 0..3 and read back.
+    let producer: FutureProducer = sasl_config(&bootstrap, "alice", "alice-secret")
+        .set("message.timeout.ms", "20000")
+        .create()
+        .expect("producer");
+    let offsets: Vec<i64> = common::block_on(async {
+        let mut offsets = Vec::new();
+        for i in 0..3 {
+            let payload = format!("alice-{i}");
+            let delivered = producer
+                .send(
+                    FutureRecord::<(), _>::to("orders").payload(&payload),
+                    Duration::from_secs(20),
+                )
+                .await
+                .map(|d| d.offset)
+                .map_err(|(e, _)| e);
+            offsets.push(delivered.expect("alice may write"));
+        }
+        offsets
+    });
+    assert_eq!(offsets, vec![0, 1, 2]);
+    // librdkafka as bob: refused, nothing written.
+    let bob: FutureProducer = sasl_config(&bootstrap, "bob", "bob-secret")
+        .set("message.timeout.ms", "20000")
+        .create()
+        .expect("producer");
+    let refused = common::block_on(bob.send(
+        FutureRecord::<(), _>::to("orders").payload("bob-0"),
+        Duration::from_secs(20),
+    ));
+    assert!(
+        matches!(
+            &refused,
+            Err((
+                KafkaError::MessageProduction(RDKafkaErrorCode::TopicAuthorizationFailed),
+                _
+            ))
+        ),
+        "{refused:?}"
+    );
+    // A wrong password: no metadata.
+    let wrong: BaseConsumer = sasl_config(&bootstrap, "alice", "wrong")
+        .create()
+        .expect("consumer");
+    assert!(wrong
+        .fetch_metadata(Some("orders"), Duration::from_secs(10))
+        .is_err());
+
+    // kafka-python as alice: acknowledged at 3..5 after librdkafka's three.
+    let python = |user: &str, password: &str| {
+        std::process::Command::new(common::require_tool("python3"))
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/python/sasl_plain.py"
+            ))
+            .args([
+                "--bootstrap",
+                &bootstrap,
+                "--user",
+                user,
+                "--password",
+                password,
+                "--count",
+                "2",
+            ])
+            .arg("orders")
+            .output()
+            .expect("python3 runs")
+    };
+    let out = python("alice", "alice-secret");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.lines().any(|l| l == "OK 3 4"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l == "READ alice-0 alice-1"),
+        "{stdout}"
+    );
+    let out = python("bob", "bob-secret");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !out.status.success() && stdout.contains("FAILED: TopicAuthorizationFailedError"),
+        "{stdout}"
+    );
+    let out = python("alice", "wrong");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !out.status.success() && stdout.contains("FAILED"),
+        "{stdout}"
+    );
+    // KafkaJS as alice: one request of 3 at offset 5; as bob, refused.
+    let node = |user: &str, password: &str| {
+        std::process::Command::new(common::require_tool("node"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node"))
+            .args(["sasl_plain.js", &bootstrap, user, password, "orders", "3"])
+            .output()
+            .expect("node runs")
+    };
+    let out = node("alice", "alice-secret");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == "OK 5"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = node("bob", "bob-secret");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !out.status.success() && stdout.to_lowercase().contains("authoriz"),
+        "{stdout}"
+    );
+    let out = node("bob", "wrong");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!out.status.success() && stdout.contains("SASL"), "{stdout}");
+    assert_eq!(end_offset_as(&mut admin, "orders"), 8);
+}
+
+fn end_offset_as(connection: &mut RawConnection, topic: &str) -> i64 {
+    let response: ListOffsetsResponse = connection
+        .request(ApiKey::ListOffsets, 7, &latest_offset_request(topic))
+        .expect("answered");
+    response.topics[0].partitions[0].offset
 }

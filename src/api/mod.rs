@@ -211,6 +211,18 @@ pub async fn handle(
         Request::DescribeAcls(r) => reply!(acls::describe(ctx, session, *r)),
         Request::CreateAcls(r) => reply!(acls::create(ctx, session, *r).await),
         Request::DeleteAcls(r) => reply!(acls::delete(ctx, session, *r).await),
+        // The connection runs the SASL exchange itself on SASL listeners;
+        // here one is out of place (a PLAINTEXT listener, or after
+        // authentication), as Kafka answers it.
+        Request::SaslHandshake(_) => reply!(kafka_protocol::messages::SaslHandshakeResponse::default()
+            .with_error_code(ResponseError::IllegalSaslState.code())),
+        Request::SaslAuthenticate(_) => {
+            reply!(kafka_protocol::messages::SaslAuthenticateResponse::default()
+                .with_error_code(ResponseError::IllegalSaslState.code())
+                .with_error_message(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "SaslAuthenticate is not expected on this connection now",
+                ))))
+        }
     }
 }
 

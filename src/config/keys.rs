@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::security::{AuthorizerClass, SuperUsers};
+use super::security::{
+    default_protocol_map, AuthorizerClass, SaslMechanisms, SecurityProtocol, SuperUsers,
+};
 use super::topic::ConfigKind;
 use super::{
     default_listener, invalid, parse_bool, parse_cleanup_policy, parse_compression_type,
@@ -185,6 +187,15 @@ impl KeyValue for AuthorizerClass {
     }
 }
 
+impl KeyValue for SaslMechanisms {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        Ok(SaslMechanisms::parse(raw))
+    }
+    fn text(&self) -> String {
+        SaslMechanisms::text(self)
+    }
+}
+
 impl KeyValue for SuperUsers {
     fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
         SuperUsers::parse(raw)
@@ -351,6 +362,12 @@ broker_config! {
         listeners: Vec<Listener> = vec![default_listener()];
         /// `advertised.listeners`, else `listeners`.
         advertised_listeners: Vec<Listener> = vec![default_listener()];
+        /// `listener.security.protocol.map`, names upper-cased.
+        listener_security_protocol_map: BTreeMap<String, SecurityProtocol> = default_protocol_map();
+        /// The JAAS lines (`sasl.jaas.config`,
+        /// `listener.name.<l>.<mechanism>.sasl.jaas.config`), by key; never
+        /// shown by DescribeConfigs.
+        sasl_jaas_configs: BTreeMap<String, String> = BTreeMap::new();
         /// `log.roll.ms`, else `log.roll.hours`.
         log_roll_ms: i64 = LogConfig::default().segment_ms;
         /// `log.retention.ms`, else `.minutes`, else `.hours`; -1 keeps
@@ -374,6 +391,8 @@ broker_config! {
         "listeners": List;
         /// The listeners clients are told to use (defaults to listeners).
         "advertised.listeners": List;
+        /// Each listener name's security protocol, NAME:PROTOCOL comma-separated.
+        "listener.security.protocol.map": List;
         /// Time after which a new segment is rolled.
         "log.roll.ms": Long;
         /// log.roll.ms in hours, when log.roll.ms is unset.
@@ -522,6 +541,8 @@ broker_config! {
         "authorizer.class.name" => authorizer_class_name: AuthorizerClass = AuthorizerClass::None, Class;
         /// Principals allowed everything, semicolon-separated (User:admin;User:broker).
         "super.users" => super_users: SuperUsers = SuperUsers::default(), Str;
+        /// The SASL mechanisms SASL listeners offer; ferrolog runs PLAIN.
+        "sasl.enabled.mechanisms" => sasl_enabled_mechanisms: SaslMechanisms = SaslMechanisms::default(), List;
         /// Whether a resource without any ACL is open to everyone.
         "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: bool = false, Boolean;
 

@@ -31,7 +31,7 @@ crate::internal_modules! {
 pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);
-pub use security::{AuthorizerClass, SuperUsers};
+pub use security::{AuthorizerClass, SaslMechanisms, SecurityProtocol, SuperUsers};
 crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
 
@@ -96,8 +96,10 @@ impl fmt::Display for ConfigWarning {
 /// One `NAME://host:port` entry of `listeners` / `advertised.listeners`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
-    /// Upper-cased, as Kafka normalises listener names; only `PLAINTEXT` for now.
+    /// Upper-cased, as Kafka normalises listener names.
     pub name: String,
+    /// From `listener.security.protocol.map`.
+    pub security_protocol: SecurityProtocol,
     /// Without IPv6 brackets. Empty binds every interface (in `listeners`) or
     /// means "this machine's canonical host name" (in `advertised.listeners`).
     pub host: String,
@@ -118,6 +120,7 @@ impl fmt::Display for Listener {
 fn default_listener() -> Listener {
     Listener {
         name: "PLAINTEXT".to_string(),
+        security_protocol: SecurityProtocol::Plaintext,
         host: String::new(),
         port: 9092,
     }
@@ -135,7 +138,7 @@ impl BrokerConfig {
         let mut set_on_line: HashMap<String, usize> = HashMap::new();
 
         for entry in parse_properties(text)? {
-            if broker_key(&entry.key).is_none() {
+            if broker_key(&entry.key).is_none() && !security::is_jaas_key(&entry.key) {
                 warnings.push(ConfigWarning {
                     key: entry.key,
                     message: format!("line {}: unknown or unsupported key, ignored", entry.line),
@@ -158,7 +161,7 @@ impl BrokerConfig {
 
         for arg in overrides {
             let (key, value) = split_override(arg)?;
-            if broker_key(key).is_some() {
+            if broker_key(key).is_some() || security::is_jaas_key(key) {
                 values.insert(key.to_string(), value.to_string());
             } else {
                 warnings.push(ConfigWarning {
@@ -293,6 +296,10 @@ impl BrokerConfig {
             .filter(|rack| !rack.is_empty())
             .map(str::to_owned);
 
+        self.listener_security_protocol_map = security::parse_protocol_map(
+            p.raw("listener.security.protocol.map")
+                .unwrap_or(security::DEFAULT_PROTOCOL_MAP),
+        )?;
         if let Some(raw) = p.raw("listeners") {
             self.listeners = parse_listeners("listeners", raw)?;
         }
@@ -300,6 +307,31 @@ impl BrokerConfig {
             Some(raw) => parse_advertised_listeners(raw, &self.listeners)?,
             None => self.listeners.clone(),
         };
+        for listener in self
+            .listeners
+            .iter_mut()
+            .chain(self.advertised_listeners.iter_mut())
+        {
+            listener.security_protocol = *self
+                .listener_security_protocol_map
+                .get(&listener.name)
+                .ok_or_else(|| {
+                invalid(
+                    "listeners",
+                    &listener.to_string(),
+                    format!(
+                        "listener {} is not in listener.security.protocol.map",
+                        listener.name
+                    ),
+                )
+            })?;
+        }
+        self.sasl_jaas_configs = p
+            .values
+            .iter()
+            .filter(|(key, _)| security::is_jaas_key(key))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
 
         // Every alias is parsed even when shadowed, as Kafka does, so a typo
         // in an unused line still fails loudly instead of lurking.
@@ -371,6 +403,12 @@ impl BrokerConfig {
             }
             "broker.rack" => self.broker_rack.clone(),
             "listeners" => Some(join(&self.listeners)),
+            "listener.security.protocol.map" => Some(
+                self.set_keys
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| security::DEFAULT_PROTOCOL_MAP.to_string()),
+            ),
             "advertised.listeners" => Some(join(&self.advertised_listeners)),
             "log.roll.ms" => Some(self.log_roll_ms.to_string()),
             "log.retention.ms" => Some(self.log_retention_ms.to_string()),
@@ -393,6 +431,7 @@ impl BrokerConfig {
     }
 
     fn validate_combinations(&self) -> Result<(), ConfigError> {
+        self.validate_listener_security()?;
         // Kafka's rule: a request as large as allowed must fit in the pool.
         if self.queued_max_request_bytes > 0
             && (self.queued_max_request_bytes as u64) < self.socket_request_max_bytes
@@ -670,8 +709,8 @@ fn parse_advertised_listeners(
 enum ListenerError {
     #[error("not of the form NAME://host:port")]
     NotNameHostPort,
-    #[error("listener {0} is not supported yet; only PLAINTEXT is")]
-    Unsupported(String),
+    #[error("'{0}' is not a listener name (letters, digits and _)")]
+    BadName(String),
     #[error("an unclosed '['")]
     UnclosedBracket,
     #[error("no port")]
@@ -687,8 +726,8 @@ fn parse_listener(entry: &str) -> Result<Listener, ListenerError> {
         .split_once("://")
         .ok_or(ListenerError::NotNameHostPort)?;
     let name = name.trim().to_ascii_uppercase();
-    if name != "PLAINTEXT" {
-        return Err(ListenerError::Unsupported(name));
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(ListenerError::BadName(name));
     }
     let (host, port) = match address.strip_prefix('[') {
         Some(bracketed) => {
@@ -711,6 +750,8 @@ fn parse_listener(entry: &str) -> Result<Listener, ListenerError> {
         .map_err(|_| ListenerError::BadPort(port.to_string()))?;
     Ok(Listener {
         name,
+        // Resolved through listener.security.protocol.map once it is read.
+        security_protocol: SecurityProtocol::Plaintext,
         host: host.to_string(),
         port,
     })
@@ -1351,6 +1392,7 @@ mod tests {
             config.listeners,
             vec![Listener {
                 name: "PLAINTEXT".into(),
+                security_protocol: SecurityProtocol::Plaintext,
                 host: "::1".into(),
                 port: 9093
             }]
@@ -1372,7 +1414,7 @@ mod tests {
         assert_invalid(
             parse_err("listeners=SSL://:9093"),
             "listeners",
-            "only PLAINTEXT",
+            "not supported yet",
         );
         assert_invalid(
             parse_err("listeners=PLAINTEXT://h:99999"),

@@ -1,10 +1,15 @@
-//! The authorizer keys: `authorizer.class.name` (only Kafka's ZooKeeper-era
-//! `AclAuthorizer` can be named; Java classes cannot be loaded) and
-//! `super.users` (`User:alice;User:bob`, Kafka's semicolon-separated list).
+//! The security keys: `authorizer.class.name` (only Kafka's ZooKeeper-era
+//! `AclAuthorizer` can be named; Java classes cannot be loaded),
+//! `super.users` (`User:alice;User:bob`, Kafka's semicolon-separated list),
+//! `listener.security.protocol.map`, `sasl.enabled.mechanisms`, and the
+//! JAAS lines (`sasl.jaas.config`,
+//! `listener.name.<listener>.<mechanism>.sasl.jaas.config`), which are
+//! kept apart from the table so DescribeConfigs never shows a password.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::ConfigError;
+use super::{invalid, BrokerConfig, ConfigError, Listener};
+use crate::security::sasl::{parse_jaas, PlainUsers, PLAIN_LOGIN_MODULE, SUPPORTED_MECHANISMS};
 
 /// Which authorizer the broker runs (`authorizer.class.name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,6 +81,240 @@ impl SuperUsers {
     }
 }
 
+/// A listener's `security.protocol` (`SecurityProtocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecurityProtocol {
+    /// No TLS, no authentication: every client is `User:ANONYMOUS`.
+    #[default]
+    Plaintext,
+    /// TLS (not built yet: refused at start-up).
+    Ssl,
+    /// SASL over plain TCP.
+    SaslPlaintext,
+    /// SASL over TLS (not built yet: refused at start-up).
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Kafka's name (`SASL_PLAINTEXT`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    fn parse(name: &str) -> Option<SecurityProtocol> {
+        [
+            SecurityProtocol::Plaintext,
+            SecurityProtocol::Ssl,
+            SecurityProtocol::SaslPlaintext,
+            SecurityProtocol::SaslSsl,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Whether clients authenticate with SASL.
+    pub fn is_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+}
+
+/// Kafka's default `listener.security.protocol.map`.
+pub const DEFAULT_PROTOCOL_MAP: &str =
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
+
+/// Kafka's default map, parsed.
+pub fn default_protocol_map() -> BTreeMap<String, SecurityProtocol> {
+    parse_protocol_map(DEFAULT_PROTOCOL_MAP).unwrap_or_default()
+}
+
+/// `listener.security.protocol.map`: `NAME:PROTOCOL,...`, names upper-cased.
+pub fn parse_protocol_map(raw: &str) -> Result<BTreeMap<String, SecurityProtocol>, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidValue {
+        key: "listener.security.protocol.map".into(),
+        value: raw.into(),
+        reason,
+    };
+    let mut map = BTreeMap::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry
+            .split_once(':')
+            .ok_or_else(|| invalid(format!("{entry} is not NAME:PROTOCOL")))?;
+        let protocol = SecurityProtocol::parse(protocol)
+            .ok_or_else(|| invalid(format!("{protocol} is not a security protocol")))?;
+        if map
+            .insert(name.trim().to_ascii_uppercase(), protocol)
+            .is_some()
+        {
+            return Err(invalid(format!("listener {name} is mapped twice")));
+        }
+    }
+    Ok(map)
+}
+
+/// `sasl.enabled.mechanisms`, in order (Kafka's default: GSSAPI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslMechanisms(pub Vec<String>);
+
+impl Default for SaslMechanisms {
+    fn default() -> Self {
+        SaslMechanisms(vec!["GSSAPI".to_string()])
+    }
+}
+
+impl SaslMechanisms {
+    pub(super) fn parse(raw: &str) -> SaslMechanisms {
+        SaslMechanisms(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    /// The list as Kafka writes it.
+    pub fn text(&self) -> String {
+        self.0.join(",")
+    }
+}
+
+/// Whether `key` is a JAAS line: `sasl.jaas.config` or
+/// `listener.name.<listener>.<mechanism>.sasl.jaas.config`.
+pub fn is_jaas_key(key: &str) -> bool {
+    key == "sasl.jaas.config"
+        || key
+            .strip_prefix("listener.name.")
+            .and_then(|rest| rest.strip_suffix(".sasl.jaas.config"))
+            .is_some_and(|middle| middle.split('.').count() == 2)
+}
+
+/// The key of one listener's JAAS line for one mechanism (Kafka lower-cases
+/// both: `listener.name.sasl_plaintext.plain.sasl.jaas.config`).
+pub fn jaas_key(listener: &str, mechanism: &str) -> String {
+    format!(
+        "listener.name.{}.{}.sasl.jaas.config",
+        listener.to_ascii_lowercase(),
+        mechanism.to_ascii_lowercase()
+    )
+}
+
+impl BrokerConfig {
+    /// The users PLAIN accepts on `listener`: its
+    /// `listener.name.<l>.plain.sasl.jaas.config`, else `sasl.jaas.config`.
+    pub fn plain_users(&self, listener: &Listener) -> Result<PlainUsers, ConfigError> {
+        let own = jaas_key(&listener.name, "PLAIN");
+        let (key, text) = match self.sasl_jaas_configs.get(&own) {
+            Some(text) => (own, text),
+            None => match self.sasl_jaas_configs.get("sasl.jaas.config") {
+                Some(text) => ("sasl.jaas.config".to_string(), text),
+                None => {
+                    return Err(invalid(
+                        &own,
+                        "",
+                        format!(
+                            "SASL/PLAIN on listener {} needs a JAAS line with user_<name>=\"<password>\" \
+                             ({own}, or sasl.jaas.config)",
+                            listener.name
+                        ),
+                    ))
+                }
+            },
+        };
+        // The value is never echoed: it holds passwords.
+        let entry = parse_jaas(text).map_err(|_| {
+            invalid(
+                &key,
+                "(hidden)",
+                "not a JAAS configuration entry ending with ';'",
+            )
+        })?;
+        if entry.login_module != PLAIN_LOGIN_MODULE {
+            return Err(invalid(
+                &key,
+                "(hidden)",
+                format!(
+                    "PLAIN needs {PLAIN_LOGIN_MODULE}, not {}",
+                    entry.login_module
+                ),
+            ));
+        }
+        Ok(PlainUsers::from_jaas(&entry))
+    }
+
+    /// What ferrolog cannot serve yet is refused at start-up: TLS
+    /// listeners, SASL mechanisms other than PLAIN, a SASL listener without
+    /// users, and SASL between brokers (the first listener, which brokers
+    /// use among themselves, must be PLAINTEXT in a cluster).
+    pub(super) fn validate_listener_security(&self) -> Result<(), ConfigError> {
+        for listener in &self.listeners {
+            match listener.security_protocol {
+                SecurityProtocol::Plaintext => {}
+                SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
+                    return Err(invalid(
+                        "listeners",
+                        &listener.to_string(),
+                        format!(
+                            "{} listeners (TLS) are not supported yet",
+                            listener.security_protocol.name()
+                        ),
+                    ))
+                }
+                SecurityProtocol::SaslPlaintext => {
+                    if let Some(unsupported) = self
+                        .sasl_enabled_mechanisms
+                        .0
+                        .iter()
+                        .find(|m| !SUPPORTED_MECHANISMS.contains(&m.as_str()))
+                    {
+                        return Err(invalid(
+                            "sasl.enabled.mechanisms",
+                            &self.sasl_enabled_mechanisms.text(),
+                            format!("SASL mechanism {unsupported} is not supported; ferrolog runs PLAIN"),
+                        ));
+                    }
+                    if self.sasl_enabled_mechanisms.0.is_empty() {
+                        return Err(invalid(
+                            "sasl.enabled.mechanisms",
+                            "",
+                            format!(
+                                "listener {} is SASL but no mechanism is enabled",
+                                listener.name
+                            ),
+                        ));
+                    }
+                    if self.plain_users(listener)?.is_empty() {
+                        return Err(invalid(
+                            &jaas_key(&listener.name, "PLAIN"),
+                            "(hidden)",
+                            "the JAAS line names no user_<name>",
+                        ));
+                    }
+                }
+            }
+        }
+        let inter_broker = self.advertised_listeners.first();
+        if self.zookeeper_connect.is_some()
+            && inter_broker.is_some_and(|l| l.security_protocol != SecurityProtocol::Plaintext)
+        {
+            return Err(invalid(
+                "listeners",
+                &inter_broker.map(Listener::to_string).unwrap_or_default(),
+                "brokers talk to each other over the first listener, and only PLAINTEXT is \
+                 supported between brokers yet",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +333,91 @@ mod tests {
         let users = SuperUsers::parse("User:admin; User:broker;").expect("parses");
         assert_eq!(users.text(), "User:admin;User:broker");
         assert!(SuperUsers::parse("admin").is_err());
+    }
+
+    #[test]
+    fn protocol_maps_and_jaas_keys_are_kafkas() {
+        let map = parse_protocol_map(DEFAULT_PROTOCOL_MAP).expect("parses");
+        assert_eq!(map["SASL_PLAINTEXT"], SecurityProtocol::SaslPlaintext);
+        let custom =
+            parse_protocol_map("internal:PLAINTEXT, external:sasl_plaintext").expect("parses");
+        assert_eq!(custom["EXTERNAL"], SecurityProtocol::SaslPlaintext);
+        assert!(parse_protocol_map("A:TLS").is_err());
+        assert!(parse_protocol_map("A:PLAINTEXT,a:SSL").is_err());
+        assert!(is_jaas_key("sasl.jaas.config"));
+        assert!(is_jaas_key(
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+        ));
+        assert!(!is_jaas_key("listener.name.plain.sasl.jaas.config"));
+        assert_eq!(
+            jaas_key("SASL_PLAINTEXT", "PLAIN"),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+        );
+        assert_eq!(
+            SaslMechanisms::parse("PLAIN, SCRAM-SHA-512").text(),
+            "PLAIN,SCRAM-SHA-512"
+        );
+    }
+
+    #[test]
+    fn sasl_listeners_need_plain_users_and_stay_off_the_inter_broker_path() {
+        let jaas = r#"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";"#;
+        let parse = |text: &str| BrokerConfig::from_properties(text, &[]);
+        let (config, warnings) = parse(&format!(
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\n"
+        ))
+        .expect("a SASL/PLAIN listener");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.listeners[0].security_protocol,
+            SecurityProtocol::SaslPlaintext
+        );
+        assert_eq!(
+            config
+                .plain_users(&config.listeners[0])
+                .expect("users")
+                .len(),
+            1
+        );
+        // The JAAS line is not a table key: DescribeConfigs never lists it.
+        assert!(super::super::broker_key("sasl.jaas.config").is_none());
+        assert!(config
+            .value_of("listener.name.sasl_plaintext.plain.sasl.jaas.config")
+            .is_none());
+        let refused = |text: String, needle: &str| match parse(&text) {
+            Err(e) => assert!(e.to_string().contains(needle), "{e} lacks {needle}"),
+            Ok(_) => panic!("accepted: {text}"),
+        };
+        // Kafka's default mechanism is GSSAPI, which ferrolog cannot run.
+        refused(
+            format!("listeners=SASL_PLAINTEXT://127.0.0.1:9093\n{jaas}\n"),
+            "GSSAPI",
+        );
+        refused(
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n".into(),
+            "JAAS",
+        );
+        refused(
+            format!("listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\nzookeeper.connect=127.0.0.1:2181\n"),
+            "between brokers",
+        );
+        refused(
+            "listeners=EXTERNAL://127.0.0.1:9093\n".into(),
+            "listener.security.protocol.map",
+        );
+        let custom = "listeners=EXTERNAL://127.0.0.1:9093\nlistener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT\nsasl.enabled.mechanisms=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_bob=\"b\";\n";
+        let (config, _) =
+            parse(custom).expect("a named SASL listener with the broker-wide JAAS line");
+        assert_eq!(
+            config.listeners[0].security_protocol,
+            SecurityProtocol::SaslPlaintext
+        );
+        assert_eq!(
+            config
+                .plain_users(&config.listeners[0])
+                .expect("users")
+                .len(),
+            1
+        );
     }
 }

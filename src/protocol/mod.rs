@@ -110,6 +110,8 @@ implemented_apis! {
     DescribeAcls(DescribeAclsRequest) = DescribeAcls, 0..=3;
     CreateAcls(CreateAclsRequest) = CreateAcls, 0..=3;
     DeleteAcls(DeleteAclsRequest) = DeleteAcls, 0..=3;
+    SaslHandshake(SaslHandshakeRequest) = SaslHandshake, 0..=1;
+    SaslAuthenticate(SaslAuthenticateRequest) = SaslAuthenticate, 0..=2;
 }
 
 /// The version range ferrolog serves for `api`, if it implements it.

@@ -4,11 +4,59 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod sasl;
 
 use std::fmt;
 use std::net::IpAddr;
 
 pub use authorizer::{AclAuthorizer, AclError};
+
+use crate::config::{BrokerConfig, ConfigError, Listener, SecurityProtocol};
+
+/// What a listener's connections need to authenticate: its protocol and,
+/// on SASL listeners, the mechanisms offered and PLAIN's users.
+#[derive(Debug, Clone)]
+pub struct ListenerSecurity {
+    /// The listener's name (`SASL_PLAINTEXT`).
+    pub listener: String,
+    /// PLAINTEXT or SASL_PLAINTEXT (TLS ones are refused at start-up).
+    pub protocol: SecurityProtocol,
+    /// `sasl.enabled.mechanisms`.
+    pub mechanisms: Vec<String>,
+    /// PLAIN's users from the listener's JAAS line.
+    pub plain: sasl::PlainUsers,
+}
+
+impl ListenerSecurity {
+    /// The security of `listener` under `config`.
+    pub fn of(config: &BrokerConfig, listener: &Listener) -> Result<ListenerSecurity, ConfigError> {
+        let sasl = listener.security_protocol.is_sasl();
+        Ok(ListenerSecurity {
+            listener: listener.name.clone(),
+            protocol: listener.security_protocol,
+            mechanisms: if sasl {
+                config.sasl_enabled_mechanisms.0.clone()
+            } else {
+                Vec::new()
+            },
+            plain: if sasl {
+                config.plain_users(listener)?
+            } else {
+                sasl::PlainUsers::default()
+            },
+        })
+    }
+
+    /// A PLAINTEXT listener (tests and embedders).
+    pub fn plaintext() -> ListenerSecurity {
+        ListenerSecurity {
+            listener: "PLAINTEXT".to_string(),
+            protocol: SecurityProtocol::Plaintext,
+            mechanisms: Vec::new(),
+            plain: sasl::PlainUsers::default(),
+        }
+    }
+}
 
 /// A principal as Kafka writes it, `Type:name` (`User:alice`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
