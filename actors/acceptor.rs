@@ -1,4 +1,6 @@
-//! The acceptor: owns the listening socket, enforces `max.connections`, and
+//! The acceptor: owns the listening socket, enforces `max.connections` and
+//! `max.connections.per.ip` (with its overrides; a connection over a limit
+//! is closed at once with a log line, the others are untouched), and
 //! starts one `Connection` actor per client, spread round robin over the
 //! network arbiters (`num.network.threads` threads).
 //!
@@ -9,7 +11,6 @@
 //! shuts down, as it cannot serve without it.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -18,6 +19,7 @@ use tokio::net::TcpListener;
 use super::connection::Connection;
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use crate::broker_context::BrokerContext;
+use crate::net::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::security::ListenerSecurity;
 
 pub struct Acceptor {
@@ -27,7 +29,7 @@ pub struct Acceptor {
     security: Arc<ListenerSecurity>,
     ctx: Arc<BrokerContext>,
     arbiters: Vec<ArbiterHandle>,
-    open_connections: Arc<AtomicUsize>,
+    open_connections: Arc<ConnectionQuotas>,
     link: SupervisorLink,
 }
 
@@ -46,7 +48,7 @@ impl Acceptor {
             security,
             ctx,
             arbiters,
-            open_connections: Arc::new(AtomicUsize::new(0)),
+            open_connections: Arc::default(),
             link: link.clone(),
         };
         supervise(
@@ -90,12 +92,18 @@ impl Actor for Acceptor {
                     }
                 };
                 fail::fail_point!("acceptor.accepted");
-                // Read at each connection: `max.connections` is dynamic.
-                let max_connections = broker.dynamic.current().max_connections.max(1);
-                if open.load(Ordering::SeqCst) >= max_connections {
-                    log::warn!("refusing {peer}: max.connections ({max_connections}) reached");
-                    continue;
-                }
+                // Read at each connection: the limits are dynamic.
+                let limits = broker.dynamic.current();
+                let for_ip = limits
+                    .max_connections_per_ip_overrides
+                    .limit_for(peer.ip(), limits.max_connections_per_ip);
+                let slot = match open.try_open(peer.ip(), limits.max_connections.max(1), for_ip) {
+                    Ok(slot) => slot,
+                    Err(refusal) => {
+                        log::warn!("closing the new connection from {peer}: {refusal}");
+                        continue;
+                    }
+                };
                 let _ = stream.set_nodelay(true);
                 let std_stream = match stream.into_std() {
                     Ok(s) => s,
@@ -111,14 +119,13 @@ impl Actor for Acceptor {
                 ) {
                     log::warn!("cannot size the socket buffers of {peer}: {e}");
                 }
-                open.fetch_add(1, Ordering::SeqCst);
                 start_connection(
                     &arbiters,
                     &mut next,
                     peer,
                     std_stream,
                     (broker.clone(), security.clone()),
-                    open.clone(),
+                    slot,
                 );
             }
         };
@@ -132,14 +139,14 @@ fn start_connection(
     peer: SocketAddr,
     stream: std::net::TcpStream,
     (broker, security): (Arc<BrokerContext>, Arc<ListenerSecurity>),
-    open: Arc<AtomicUsize>,
+    slot: ConnectionSlot,
 ) {
     let start = move || match tokio::net::TcpStream::from_std(stream) {
         Ok(stream) => {
-            Connection::new(peer, stream, broker, security, open).start();
+            Connection::new(peer, stream, broker, security, slot).start();
         }
+        // The slot goes with the closure: dropped, it frees the place.
         Err(e) => {
-            open.fetch_sub(1, Ordering::SeqCst);
             log::warn!("cannot register the connection from {peer}: {e}");
         }
     };

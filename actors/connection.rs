@@ -17,7 +17,6 @@
 //! lets client input panic the broker. It owns no broker state.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,9 +28,11 @@ use tokio::task::JoinHandle;
 use crate::api::produce::ProduceOrder;
 use crate::api::{self, RequestOrigin};
 use crate::broker_context::BrokerContext;
+use crate::net::connection_quotas::ConnectionSlot;
 use crate::net::{read_request_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, Request, ResponseFrame};
 use crate::security::sasl::{SaslExchange, SaslStep};
+use crate::security::scram;
 use crate::security::{KafkaPrincipal, ListenerSecurity, Session};
 use kafka_protocol::messages::ApiKey;
 
@@ -45,7 +46,8 @@ pub struct Connection {
     stream: Option<TcpStream>,
     ctx: Arc<BrokerContext>,
     security: Arc<ListenerSecurity>,
-    open_connections: Arc<AtomicUsize>,
+    /// Its place under the connection limits, freed with the actor.
+    _slot: ConnectionSlot,
 }
 
 impl Connection {
@@ -54,14 +56,14 @@ impl Connection {
         stream: TcpStream,
         ctx: Arc<BrokerContext>,
         security: Arc<ListenerSecurity>,
-        open_connections: Arc<AtomicUsize>,
+        slot: ConnectionSlot,
     ) -> Self {
         Connection {
             peer,
             stream: Some(stream),
             ctx,
             security,
-            open_connections,
+            _slot: slot,
         }
     }
 }
@@ -92,7 +94,6 @@ impl Actor for Connection {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        self.open_connections.fetch_sub(1, Ordering::SeqCst);
         log::debug!("connection from {} closed", self.peer);
     }
 }
@@ -133,7 +134,7 @@ async fn read_requests(
             Ok(Ok(frame)) => frame,
         };
         if let Some(sasl) = gate.as_mut() {
-            match sasl.take(&frame, &security, peer) {
+            match sasl.take(&frame, &security, peer).await {
                 Gate::Pass => {}
                 Gate::Answer { frame, then } => {
                     let ready: PendingResponse = actix_rt::spawn(async move { Ok(frame) });
@@ -263,7 +264,29 @@ enum Then {
 }
 
 impl SaslGate {
-    fn take(
+    /// One SaslAuthenticate token (or v0 bare token) through the exchange:
+    /// SCRAM's client-first needs the user's credential looked up first.
+    async fn step(&mut self, token: &[u8], security: &ListenerSecurity) -> SaslStep {
+        let Some(mechanism) = self.exchange.awaiting_scram_first() else {
+            return self.exchange.authenticate(token, &security.plain);
+        };
+        let credential = match scram::client_first_user(token) {
+            Ok(user) => match &security.credentials {
+                Some(credentials) => credentials.credential(&user, mechanism).await,
+                None => None,
+            },
+            Err(_) => None,
+        };
+        let nonce = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        self.exchange
+            .scram_first(mechanism, token, credential, &nonce)
+    }
+
+    async fn take(
         &mut self,
         frame: &bytes::Bytes,
         security: &ListenerSecurity,
@@ -275,10 +298,18 @@ impl SaslGate {
         if self.bare_token {
             // Kafka's v0 exchange: the bare token, answered by a bare
             // (empty, for PLAIN) token; a failure just closes.
-            return match self.exchange.authenticate(frame, &security.plain) {
+            return match self.step(frame, security).await {
                 SaslStep::Authenticate(Ok(principal)) => Gate::Answer {
                     frame: Some(bare_frame(&[])),
                     then: Then::Authenticated(principal),
+                },
+                SaslStep::Complete { principal, token } => Gate::Answer {
+                    frame: Some(bare_frame(&token)),
+                    then: Then::Authenticated(principal),
+                },
+                SaslStep::Challenge(token) => Gate::Answer {
+                    frame: Some(bare_frame(&token)),
+                    then: Then::Continue,
                 },
                 SaslStep::Authenticate(Err(e)) => Gate::Close(e.to_string()),
                 step => Gate::Close(why_of(&step)),
@@ -326,10 +357,25 @@ impl SaslGate {
                 }
             }
             Request::SaslAuthenticate(r) => {
-                match self.exchange.authenticate(&r.auth_bytes, &security.plain) {
+                let token = r.auth_bytes.clone();
+                match self.step(&token, security).await {
                     SaslStep::Authenticate(Ok(principal)) => Gate::Answer {
                         frame: encode(&SaslAuthenticateResponse::default()),
                         then: Then::Authenticated(principal),
+                    },
+                    SaslStep::Complete { principal, token } => Gate::Answer {
+                        frame: encode(
+                            &SaslAuthenticateResponse::default()
+                                .with_auth_bytes(bytes::Bytes::from(token)),
+                        ),
+                        then: Then::Authenticated(principal),
+                    },
+                    SaslStep::Challenge(token) => Gate::Answer {
+                        frame: encode(
+                            &SaslAuthenticateResponse::default()
+                                .with_auth_bytes(bytes::Bytes::from(token)),
+                        ),
+                        then: Then::Continue,
                     },
                     SaslStep::Authenticate(Err(e)) => {
                         log::warn!("closing connection from {peer}: {e}");

@@ -42,7 +42,12 @@ if ! python3 -c 'import kafka, confluent_kafka, lz4' 2>/dev/null; then
 fi
 if [ ! -d tests/node/node_modules/kafkajs ]; then
   echo "== installing KafkaJS"
-  npm install --prefix tests/node --no-audit --no-fund --silent
+  # Retried: a registry hiccup once failed a fresh machine's first install.
+  for attempt in 1 2 3; do
+    npm install --prefix tests/node --no-audit --no-fund --silent && break
+    [ "$attempt" = 3 ] && exit 1
+    sleep 10
+  done
 fi
 if ! command -v cargo >/dev/null; then
   echo "cargo is required (rustup)" >&2

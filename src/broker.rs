@@ -232,10 +232,14 @@ impl BrokerBuilder {
             .listeners
             .first()
             .ok_or_else(|| BrokerError::config("listeners is empty"))?;
-        let listener_security = Arc::new(
-            crate::security::ListenerSecurity::of(&config, listener)
-                .map_err(|e| BrokerError::config(e.to_string()))?,
-        );
+        let scram_credentials = Arc::new(crate::security::credentials::UserScramCredentials::new(
+            store.clone(),
+        ));
+        let listener_security = Arc::new(crate::security::ListenerSecurity {
+            credentials: Some(scram_credentials.clone()),
+            ..crate::security::ListenerSecurity::of(&config, listener)
+                .map_err(|e| BrokerError::config(e.to_string()))?
+        });
         if listener.security_protocol.is_sasl()
             && listener_security.mechanisms.iter().any(|m| m == "PLAIN")
         {
@@ -405,6 +409,7 @@ impl BrokerBuilder {
             log_dirs: log.clone().recipient(),
             auto_creations: Default::default(),
             authorizer,
+            scram_credentials,
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

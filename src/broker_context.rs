@@ -48,6 +48,8 @@ pub struct BrokerContext {
     /// `authorizer.class.name`'s authorizer; `None` allows everything, as
     /// Kafka without an authorizer does.
     pub authorizer: Option<std::sync::Arc<crate::security::AclAuthorizer>>,
+    /// SCRAM credentials (`/config/users`), for the KIP-554 APIs.
+    pub scram_credentials: std::sync::Arc<crate::security::credentials::UserScramCredentials>,
 }
 
 impl BrokerContext {

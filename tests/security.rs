@@ -43,6 +43,7 @@ const ANY: i8 = 1;
 const ALL: i8 = 2;
 const READ: i8 = 3;
 const WRITE: i8 = 4;
+const CREATE: i8 = 5;
 const DESCRIBE: i8 = 8;
 const DENY: i8 = 2;
 const ALLOW: i8 = 3;
@@ -913,4 +914,413 @@ fn end_offset_as(connection: &mut RawConnection, topic: &str) -> i64 {
         .request(ApiKey::ListOffsets, 7, &latest_offset_request(topic))
         .expect("answered");
     response.topics[0].partitions[0].offset
+}
+
+// ---------------------------------------------------------------------
+// Connection limits.
+
+fn api_versions_answered(connection: &mut RawConnection) -> bool {
+    connection
+        .request::<_, kafka_protocol::messages::ApiVersionsResponse>(
+            ApiKey::ApiVersions,
+            3,
+            &kafka_protocol::messages::ApiVersionsRequest::default(),
+        )
+        .is_some()
+}
+
+/// `max.connections.per.ip`: past it a new connection from the address is
+/// closed at once while the open ones keep being served quickly, even
+/// through a flood of refused connections; a closed connection frees its
+/// place; `max.connections.per.ip.overrides` set dynamically
+/// (IncrementalAlterConfigs on the broker) raises the address's limit
+/// without a restart.
+#[test]
+fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = BrokerProcess::start(dir.path(), &["max.connections.per.ip=3"]);
+    let bootstrap = broker.bootstrap.clone();
+    let mut open: Vec<RawConnection> = (0..3).map(|_| RawConnection::open(&bootstrap)).collect();
+    for connection in &mut open {
+        assert!(api_versions_answered(connection));
+    }
+    let mut refused = RawConnection::open(&bootstrap);
+    assert!(
+        !api_versions_answered(&mut refused),
+        "a 4th connection from 127.0.0.1 is closed"
+    );
+    broker.wait_for_line("max.connections.per.ip (3) reached", Duration::from_secs(5));
+    // A flood of refused connections; the admitted ones answer quickly.
+    let mut slowest = Duration::ZERO;
+    for round in 0..100 {
+        let _ = std::net::TcpStream::connect(&bootstrap);
+        if round % 10 == 0 {
+            let started = Instant::now();
+            assert!(api_versions_answered(&mut open[round / 10 % 3]));
+            slowest = slowest.max(started.elapsed());
+        }
+    }
+    assert!(
+        slowest < Duration::from_secs(2),
+        "an admitted connection waited {slowest:?}"
+    );
+    // One closed: its place is free again (bounded wait for the actor to go).
+    drop(open.pop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut again = RawConnection::open(&bootstrap);
+        if api_versions_answered(&mut again) {
+            open.push(again);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the freed place was not given back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The override, set without a restart, admits two more.
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    // (Over an admitted connection: a new one would be refused.)
+    let altered: kafka_protocol::messages::IncrementalAlterConfigsResponse = open[0]
+        .request(
+            ApiKey::IncrementalAlterConfigs,
+            1,
+            &kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(
+                vec![AlterConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(text("0"))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(text("max.connections.per.ip.overrides"))
+                        .with_config_operation(0)
+                        .with_value(Some(text("127.0.0.1:5")))])],
+            ),
+        )
+        .expect("answered");
+    assert_eq!(
+        altered.responses[0].error_code, 0,
+        "{:?}",
+        altered.responses[0].error_message
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open.len() < 5 {
+        let mut more = RawConnection::open(&bootstrap);
+        if api_versions_answered(&mut more) {
+            open.push(more);
+        } else {
+            assert!(
+                Instant::now() < deadline,
+                "the override did not apply: {} open",
+                open.len()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let mut sixth = RawConnection::open(&bootstrap);
+    assert!(
+        !api_versions_answered(&mut sixth),
+        "the override's 5 is a limit too"
+    );
+    for connection in &mut open {
+        assert!(api_versions_answered(connection));
+    }
+}
+
+// ---------------------------------------------------------------------
+// SCRAM-SHA-256 and SCRAM-SHA-512.
+
+/// RFC 5802's client side, for the raw exchanges below.
+fn scram_client_final(
+    sha512: bool,
+    password: &str,
+    client_first_bare: &str,
+    server_first: &str,
+) -> String {
+    use base64::Engine;
+    use hmac::Mac;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let fields: Vec<&str> = server_first.split(',').collect();
+    let nonce = &fields[0][2..];
+    let salt = b64.decode(&fields[1][2..]).expect("salt");
+    let iterations: u32 = fields[2][2..].parse().expect("iterations");
+    let without_proof = format!("c=biws,r={nonce}");
+    let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
+    let (client_key, signature) = if sha512 {
+        let salted =
+            pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(password.as_bytes(), &salt, iterations);
+        let mut m = <hmac::Hmac<sha2::Sha512> as hmac::Mac>::new_from_slice(&salted).expect("key");
+        m.update(b"Client Key");
+        let client_key = m.finalize().into_bytes().to_vec();
+        let stored = <sha2::Sha512 as sha2::Digest>::digest(&client_key);
+        let mut m = <hmac::Hmac<sha2::Sha512> as hmac::Mac>::new_from_slice(&stored).expect("key");
+        m.update(auth_message.as_bytes());
+        (client_key, m.finalize().into_bytes().to_vec())
+    } else {
+        let salted =
+            pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(password.as_bytes(), &salt, iterations);
+        let mut m = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&salted).expect("key");
+        m.update(b"Client Key");
+        let client_key = m.finalize().into_bytes().to_vec();
+        let stored = <sha2::Sha256 as sha2::Digest>::digest(&client_key);
+        let mut m = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&stored).expect("key");
+        m.update(auth_message.as_bytes());
+        (client_key, m.finalize().into_bytes().to_vec())
+    };
+    let proof: Vec<u8> = client_key
+        .iter()
+        .zip(&signature)
+        .map(|(k, s)| k ^ s)
+        .collect();
+    format!("{without_proof},p={}", b64.encode(proof))
+}
+
+/// SCRAM users are created with AlterUserScramCredentials (as Kafka's
+/// `kafka-configs --bootstrap-server ... --add-config 'SCRAM-SHA-512=[...]'`
+/// sends it) by the PLAIN admin, stored as Kafka stores them in
+/// `/config/users/<user>`, described by DescribeUserScramCredentials, and
+/// then log in: librdkafka, kafka-python and KafkaJS with SCRAM-SHA-512
+/// and SCRAM-SHA-256 write to a topic alice may WRITE; a wrong password, an
+/// unknown user, a tampered proof and a client-final replayed on a new
+/// connection are refused with SASL_AUTHENTICATION_FAILED and closed.
+#[test]
+fn scram_users_created_over_the_admin_api_log_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = sasl_broker(
+        dir.path(),
+        &[
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            AUTHORIZER,
+            "super.users=User:admin",
+        ],
+    );
+    let bootstrap = broker.bootstrap.clone();
+    let mut admin = RawConnection::open(&bootstrap);
+    assert_eq!(admin.handshake(1, "PLAIN").expect("answered").error_code, 0);
+    assert_eq!(
+        admin
+            .authenticate(b"\0admin\0admin-secret")
+            .expect("answered")
+            .error_code,
+        0
+    );
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    let upsert = |user: &str, sha512: bool, password: &str, iterations: i32| {
+        let salt = format!("salt-of-{user}").into_bytes();
+        let salted = if sha512 {
+            pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
+                password.as_bytes(),
+                &salt,
+                iterations as u32,
+            )
+            .to_vec()
+        } else {
+            pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
+                password.as_bytes(),
+                &salt,
+                iterations as u32,
+            )
+            .to_vec()
+        };
+        ScramCredentialUpsertion::default()
+            .with_name(text(user))
+            .with_mechanism(if sha512 { 2 } else { 1 })
+            .with_iterations(iterations)
+            .with_salt(bytes::Bytes::from(salt))
+            .with_salted_password(bytes::Bytes::from(salted))
+    };
+    let altered: kafka_protocol::messages::AlterUserScramCredentialsResponse = admin
+        .request(
+            ApiKey::AlterUserScramCredentials,
+            0,
+            &kafka_protocol::messages::AlterUserScramCredentialsRequest::default().with_upsertions(
+                vec![
+                    upsert("alice", true, "alice-scram", 4096),
+                    upsert("carol", false, "carol-scram", 8192),
+                    upsert("weak", true, "w", 1000),
+                ],
+            ),
+        )
+        .expect("answered");
+    let codes: Vec<(String, i16)> = altered
+        .results
+        .iter()
+        .map(|r| (r.user.to_string(), r.error_code))
+        .collect();
+    assert!(
+        codes.contains(&("alice".into(), 0)) && codes.contains(&("carol".into(), 0)),
+        "{codes:?}"
+    );
+    assert!(
+        codes.contains(&("weak".into(), ResponseError::UnacceptableCredential.code())),
+        "{codes:?}"
+    );
+    let described: kafka_protocol::messages::DescribeUserScramCredentialsResponse = admin
+        .request(
+            ApiKey::DescribeUserScramCredentials,
+            0,
+            &kafka_protocol::messages::DescribeUserScramCredentialsRequest::default()
+                .with_users(None),
+        )
+        .expect("answered");
+    let listed: Vec<(String, i8, i32)> = described
+        .results
+        .iter()
+        .flat_map(|r| {
+            r.credential_infos
+                .iter()
+                .map(move |c| (r.user.to_string(), c.mechanism, c.iterations))
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![("alice".into(), 2, 4096), ("carol".into(), 1, 8192)]
+    );
+    let created: CreateAclsResponse = admin
+        .request(
+            ApiKey::CreateAcls,
+            3,
+            &CreateAclsRequest::default().with_creations(vec![
+                acl(TOPIC, "ledger", LITERAL, "User:alice", WRITE, ALLOW),
+                acl(TOPIC, "ledger", LITERAL, "User:alice", READ, ALLOW),
+                acl(TOPIC, "ledger", LITERAL, "User:carol", WRITE, ALLOW),
+                acl(TOPIC, "ledger", LITERAL, "User:carol", CREATE, ALLOW),
+            ]),
+        )
+        .expect("answered");
+    assert!(created.results.iter().all(|r| r.error_code == 0));
+
+    // Raw SCRAM-SHA-512: the right proof, then the failures.
+    let exchange = |user: &str, password: &str| {
+        let mut c = RawConnection::open(&bootstrap);
+        assert_eq!(
+            c.handshake(1, "SCRAM-SHA-512")
+                .expect("answered")
+                .error_code,
+            0
+        );
+        let first_bare = format!("n={user},r=clientnonce{user}");
+        let first = c
+            .authenticate(format!("n,,{first_bare}").as_bytes())
+            .expect("server-first");
+        assert_eq!(first.error_code, 0);
+        let server_first = String::from_utf8(first.auth_bytes.to_vec()).expect("utf8");
+        let last = scram_client_final(true, password, &first_bare, &server_first);
+        (c, last)
+    };
+    let (mut good, last) = exchange("alice", "alice-scram");
+    let done = good.authenticate(last.as_bytes()).expect("server-final");
+    assert_eq!(done.error_code, 0);
+    assert!(String::from_utf8_lossy(&done.auth_bytes).starts_with("v="));
+    assert_eq!(
+        end_offset_as(&mut good, "ledger"),
+        -1,
+        "alice is in, the topic not yet created"
+    );
+    // The same client-final replayed on a new exchange (new server nonce).
+    let (mut replay, _) = exchange("alice", "alice-scram");
+    let refused = replay.authenticate(last.as_bytes()).expect("answered");
+    assert_eq!(
+        refused.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    assert!(replay.metadata().is_none(), "closed");
+    for (user, password) in [("alice", "wrong"), ("nobody", "alice-scram")] {
+        let (mut bad, last) = exchange(user, password);
+        let refused = bad.authenticate(last.as_bytes()).expect("answered");
+        assert_eq!(
+            refused.error_code,
+            ResponseError::SaslAuthenticationFailed.code(),
+            "{user}"
+        );
+        assert!(bad.metadata().is_none(), "closed");
+    }
+    let (mut tampered, last) = exchange("alice", "alice-scram");
+    let mut bytes = last.into_bytes();
+    let at = bytes.len() - 4;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    assert_eq!(
+        tampered.authenticate(&bytes).expect("answered").error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+
+    // Real clients: librdkafka with SCRAM-SHA-256 as carol creates the
+    // topic (CREATE) and writes 0..2; kafka-python and KafkaJS with
+    // SCRAM-SHA-512 as alice follow.
+    // (The rdkafka crate's librdkafka is built without SCRAM; confluent-kafka's has it.)
+    let confluent = |user: &str, password: &str| {
+        std::process::Command::new(common::require_tool("python3"))
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/python/confluent_sasl.py"
+            ))
+            .args([
+                "--bootstrap",
+                &bootstrap,
+                "--user",
+                user,
+                "--password",
+                password,
+            ])
+            .args(["--mechanism", "SCRAM-SHA-256", "--count", "2", "ledger"])
+            .output()
+            .expect("python3 runs")
+    };
+    let out = confluent("carol", "carol-scram");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == "OK 0 1"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = confluent("carol", "nope");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !out.status.success() && stdout.contains("FAILED"),
+        "{stdout}"
+    );
+    let out = std::process::Command::new(common::require_tool("python3"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/python/sasl_plain.py"
+        ))
+        .args([
+            "--bootstrap",
+            &bootstrap,
+            "--user",
+            "alice",
+            "--password",
+            "alice-scram",
+        ])
+        .args(["--mechanism", "SCRAM-SHA-512", "--count", "2", "ledger"])
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.lines().any(|l| l == "OK 2 3"), "{stdout}");
+    let out = std::process::Command::new(common::require_tool("node"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node"))
+        .args([
+            "sasl_plain.js",
+            &bootstrap,
+            "alice",
+            "alice-scram",
+            "ledger",
+            "3",
+            "scram-sha-512",
+        ])
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == "OK 4"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(end_offset_as(&mut good, "ledger"), 7);
 }

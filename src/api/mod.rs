@@ -34,6 +34,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod scram_credentials;
 pub mod sync_group;
 pub mod zookeeper_offsets;
 
@@ -214,6 +215,12 @@ pub async fn handle(
         // The connection runs the SASL exchange itself on SASL listeners;
         // here one is out of place (a PLAINTEXT listener, or after
         // authentication), as Kafka answers it.
+        Request::DescribeUserScramCredentials(r) => {
+            reply!(scram_credentials::describe(ctx, session, *r).await)
+        }
+        Request::AlterUserScramCredentials(r) => {
+            reply!(scram_credentials::alter(ctx, session, *r).await)
+        }
         Request::SaslHandshake(_) => reply!(kafka_protocol::messages::SaslHandshakeResponse::default()
             .with_error_code(ResponseError::IllegalSaslState.code())),
         Request::SaslAuthenticate(_) => {

@@ -55,6 +55,8 @@ pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
     "log.roll.ms",
     "log.segment.bytes",
     "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
     "message.max.bytes",
     "min.insync.replicas",
     "producer.id.expiration.ms",

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::security::{
-    default_protocol_map, AuthorizerClass, SaslMechanisms, SecurityProtocol, SuperUsers,
+    default_protocol_map, AuthorizerClass, ConnectionOverrides, SaslMechanisms, SecurityProtocol,
+    SuperUsers,
 };
 use super::topic::ConfigKind;
 use super::{
@@ -184,6 +185,15 @@ impl KeyValue for AuthorizerClass {
     }
     fn text(&self) -> String {
         self.class_name().to_string()
+    }
+}
+
+impl KeyValue for ConnectionOverrides {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        ConnectionOverrides::parse(raw)
+    }
+    fn text(&self) -> String {
+        ConnectionOverrides::text(self)
     }
 }
 
@@ -430,6 +440,10 @@ broker_config! {
         "connections.max.idle.ms" => connections_max_idle_ms: i64 = 10 * 60 * 1000, Long(-1);
         /// Most client connections open at once.
         "max.connections" => max_connections: usize = 2_147_483_647, Int(0);
+        /// Most connections from one client address; more are closed at once.
+        "max.connections.per.ip" => max_connections_per_ip: usize = 2_147_483_647, Int(0);
+        /// Per-address exceptions to max.connections.per.ip, address:count comma-separated.
+        "max.connections.per.ip.overrides" => max_connections_per_ip_overrides: ConnectionOverrides = ConnectionOverrides::default(), Str;
 
         /// Largest record batch a topic accepts by default.
         "message.max.bytes" => message_max_bytes: u64 = LogConfig::default().max_message_bytes, Int(0);
@@ -541,7 +555,7 @@ broker_config! {
         "authorizer.class.name" => authorizer_class_name: AuthorizerClass = AuthorizerClass::None, Class;
         /// Principals allowed everything, semicolon-separated (User:admin;User:broker).
         "super.users" => super_users: SuperUsers = SuperUsers::default(), Str;
-        /// The SASL mechanisms SASL listeners offer; ferrolog runs PLAIN.
+        /// The SASL mechanisms SASL listeners offer; ferrolog runs PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
         "sasl.enabled.mechanisms" => sasl_enabled_mechanisms: SaslMechanisms = SaslMechanisms::default(), List;
         /// Whether a resource without any ACL is open to everyone.
         "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: bool = false, Boolean;

@@ -31,7 +31,9 @@ crate::internal_modules! {
 pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);
-pub use security::{AuthorizerClass, SaslMechanisms, SecurityProtocol, SuperUsers};
+pub use security::{
+    AuthorizerClass, ConnectionOverrides, SaslMechanisms, SecurityProtocol, SuperUsers,
+};
 crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
 

@@ -81,6 +81,53 @@ impl SuperUsers {
     }
 }
 
+/// `max.connections.per.ip.overrides`: `address:count,...` (IP addresses;
+/// Kafka also resolves host names, which config parsing here must not).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnectionOverrides(pub BTreeMap<std::net::IpAddr, usize>);
+
+impl ConnectionOverrides {
+    pub(super) fn parse(raw: &str) -> Result<ConnectionOverrides, ConfigError> {
+        let invalid = |reason: String| ConfigError::InvalidValue {
+            key: "max.connections.per.ip.overrides".into(),
+            value: raw.into(),
+            reason,
+        };
+        let mut overrides = BTreeMap::new();
+        for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (host, count) = entry
+                .rsplit_once(':')
+                .ok_or_else(|| invalid(format!("{entry} is not address:count")))?;
+            let ip: std::net::IpAddr = host
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| invalid(format!("{host} is not an IP address")))?;
+            let count: usize = count
+                .trim()
+                .parse()
+                .map_err(|_| invalid(format!("{count} is not a connection count")))?;
+            overrides.insert(ip.to_canonical(), count);
+        }
+        Ok(ConnectionOverrides(overrides))
+    }
+
+    /// As Kafka prints it.
+    pub fn text(&self) -> String {
+        self.0
+            .iter()
+            .map(|(ip, n)| format!("{ip}:{n}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The limit for `ip`: its override, else `default`.
+    pub fn limit_for(&self, ip: std::net::IpAddr, default: usize) -> usize {
+        self.0.get(&ip.to_canonical()).copied().unwrap_or(default)
+    }
+}
+
 /// A listener's `security.protocol` (`SecurityProtocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SecurityProtocol {
@@ -277,7 +324,10 @@ impl BrokerConfig {
                         return Err(invalid(
                             "sasl.enabled.mechanisms",
                             &self.sasl_enabled_mechanisms.text(),
-                            format!("SASL mechanism {unsupported} is not supported; ferrolog runs PLAIN"),
+                            format!(
+                                "SASL mechanism {unsupported} is not supported; ferrolog runs {}",
+                                SUPPORTED_MECHANISMS.join(", ")
+                            ),
                         ));
                     }
                     if self.sasl_enabled_mechanisms.0.is_empty() {
@@ -290,7 +340,8 @@ impl BrokerConfig {
                             ),
                         ));
                     }
-                    if self.plain_users(listener)?.is_empty() {
+                    let plain = self.sasl_enabled_mechanisms.0.iter().any(|m| m == "PLAIN");
+                    if plain && self.plain_users(listener)?.is_empty() {
                         return Err(invalid(
                             &jaas_key(&listener.name, "PLAIN"),
                             "(hidden)",
@@ -299,6 +350,14 @@ impl BrokerConfig {
                     }
                 }
             }
+        }
+        // Kafka's rule: 0 per address only makes sense with exceptions.
+        if self.max_connections_per_ip == 0 && self.max_connections_per_ip_overrides.0.is_empty() {
+            return Err(invalid(
+                "max.connections.per.ip",
+                "0",
+                "0 refuses every client unless max.connections.per.ip.overrides names some",
+            ));
         }
         let inter_broker = self.advertised_listeners.first();
         if self.zookeeper_connect.is_some()
@@ -333,6 +392,18 @@ mod tests {
         let users = SuperUsers::parse("User:admin; User:broker;").expect("parses");
         assert_eq!(users.text(), "User:admin;User:broker");
         assert!(SuperUsers::parse("admin").is_err());
+    }
+
+    #[test]
+    fn connection_overrides_parse_as_kafka_writes_them() {
+        let parsed = ConnectionOverrides::parse("127.0.0.1:5, [::1]:2").expect("parses");
+        assert_eq!(parsed.limit_for("127.0.0.1".parse().expect("ip"), 100), 5);
+        assert_eq!(parsed.limit_for("::1".parse().expect("ip"), 100), 2);
+        assert_eq!(parsed.limit_for("10.0.0.1".parse().expect("ip"), 100), 100);
+        assert_eq!(parsed.text(), "127.0.0.1:5,::1:2");
+        assert!(ConnectionOverrides::parse("127.0.0.1").is_err());
+        assert!(ConnectionOverrides::parse("127.0.0.1:many").is_err());
+        assert!(ConnectionOverrides::parse("localhost:3").is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 pub mod assignment;
 pub mod embedded;
+pub mod entity_config;
 pub mod registration;
 pub mod store;
 pub mod znodes;

@@ -485,6 +485,8 @@ pub enum ConfigType {
     Client,
     User,
     Broker,
+    /// `/config/ips/<ip>`: connection-rate quotas (KIP-612).
+    Ip,
 }
 
 impl ConfigType {
@@ -495,6 +497,7 @@ impl ConfigType {
             ConfigType::Client => "clients",
             ConfigType::User => "users",
             ConfigType::Broker => "brokers",
+            ConfigType::Ip => "ips",
         }
     }
 }
@@ -539,6 +542,7 @@ impl ConfigChangeNotification {
             "brokers" => ConfigType::Broker,
             "clients" => ConfigType::Client,
             "users" => ConfigType::User,
+            "ips" => ConfigType::Ip,
             _ => return Ok(None),
         };
         Ok(Some((kind, name.to_owned())))

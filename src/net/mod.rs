@@ -10,6 +10,7 @@
 //! them, so a large frame is not grown and copied chunk by chunk).
 
 pub mod client;
+pub mod connection_quotas;
 pub mod coordinator_client;
 mod frame_buffers;
 

@@ -112,6 +112,8 @@ implemented_apis! {
     DeleteAcls(DeleteAclsRequest) = DeleteAcls, 0..=3;
     SaslHandshake(SaslHandshakeRequest) = SaslHandshake, 0..=1;
     SaslAuthenticate(SaslAuthenticateRequest) = SaslAuthenticate, 0..=2;
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequest) = DescribeUserScramCredentials, 0..=0;
+    AlterUserScramCredentials(AlterUserScramCredentialsRequest) = AlterUserScramCredentials, 0..=0;
 }
 
 /// The version range ferrolog serves for `api`, if it implements it.

@@ -4,12 +4,16 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod credentials;
 pub mod sasl;
+pub mod scram;
 
 use std::fmt;
 use std::net::IpAddr;
 
 pub use authorizer::{AclAuthorizer, AclError};
+
+use std::sync::Arc;
 
 use crate::config::{BrokerConfig, ConfigError, Listener, SecurityProtocol};
 
@@ -25,6 +29,8 @@ pub struct ListenerSecurity {
     pub mechanisms: Vec<String>,
     /// PLAIN's users from the listener's JAAS line.
     pub plain: sasl::PlainUsers,
+    /// Where SCRAM credentials are read (`/config/users/<user>`).
+    pub credentials: Option<Arc<credentials::UserScramCredentials>>,
 }
 
 impl ListenerSecurity {
@@ -39,11 +45,18 @@ impl ListenerSecurity {
             } else {
                 Vec::new()
             },
-            plain: if sasl {
+            plain: if sasl
+                && config
+                    .sasl_enabled_mechanisms
+                    .0
+                    .iter()
+                    .any(|m| m == "PLAIN")
+            {
                 config.plain_users(listener)?
             } else {
                 sasl::PlainUsers::default()
             },
+            credentials: None,
         })
     }
 
@@ -54,6 +67,7 @@ impl ListenerSecurity {
             protocol: SecurityProtocol::Plaintext,
             mechanisms: Vec::new(),
             plain: sasl::PlainUsers::default(),
+            credentials: None,
         }
     }
 }

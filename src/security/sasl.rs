@@ -4,14 +4,17 @@
 //! with Kafka's `PlainServerCallbackHandler` rule (users are the
 //! `user_<name>` options), and the per-connection exchange
 //! [`SaslExchange`]: SaslHandshake, then SaslAuthenticate until the
-//! mechanism is done. The connection actor feeds it frames; it does no I/O.
+//! mechanism is done, PLAIN in one round, SCRAM (`security::scram`) in two.
+//! The connection actor feeds it frames and looks SCRAM credentials up; it
+//! does no I/O.
 
 use std::collections::BTreeMap;
 
+use super::scram::{ScramCredential, ScramError, ScramMechanism, ScramServer};
 use super::KafkaPrincipal;
 
 /// The mechanisms ferrolog's broker can run.
-pub const SUPPORTED_MECHANISMS: &[&str] = &["PLAIN"];
+pub const SUPPORTED_MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
 /// Why a JAAS line cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -196,6 +199,9 @@ pub enum SaslFailure {
     /// Unknown user or wrong password (not told apart, as in Kafka).
     #[error("Authentication failed: Invalid username or password")]
     BadCredentials,
+    /// A SCRAM exchange failed.
+    #[error(transparent)]
+    Scram(#[from] ScramError),
 }
 
 /// What a connection on a SASL listener has done so far.
@@ -208,6 +214,8 @@ pub enum SaslExchange {
         /// The mechanism the client chose.
         mechanism: String,
     },
+    /// SCRAM's server-first sent; the client-final message is next.
+    ScramFinal(Box<ScramServer>),
     /// Done: every request runs as this principal.
     Authenticated(KafkaPrincipal),
 }
@@ -224,6 +232,15 @@ pub enum SaslStep {
     /// Answer the authenticate request: 0 with the principal taken, or
     /// SASL_AUTHENTICATION_FAILED (58) with Kafka's message, then close.
     Authenticate(Result<KafkaPrincipal, SaslFailure>),
+    /// Send these bytes (SCRAM's server-first) and wait for the next.
+    Challenge(Vec<u8>),
+    /// Authenticated; send these last bytes (SCRAM's server-final).
+    Complete {
+        /// Who the client is.
+        principal: KafkaPrincipal,
+        /// The mechanism's last message.
+        token: Vec<u8>,
+    },
     /// A request not allowed now: Kafka closes the connection.
     Refuse(&'static str),
 }
@@ -243,9 +260,50 @@ impl SaslExchange {
         SaslStep::Handshake { error_code: 0 }
     }
 
-    /// A SaslAuthenticate carrying `token`, checked by `plain` (the
-    /// listener's users).
+    /// The SCRAM mechanism whose client-first message is expected now:
+    /// the caller looks the user's credential up
+    /// ([`super::scram::client_first_user`]) and calls [`Self::scram_first`].
+    pub fn awaiting_scram_first(&self) -> Option<ScramMechanism> {
+        match self {
+            SaslExchange::Authenticating { mechanism } => ScramMechanism::from_name(mechanism),
+            _ => None,
+        }
+    }
+
+    /// SCRAM's client-first message, with the user's credential (if any)
+    /// and a fresh server nonce: the server-first message to send.
+    pub fn scram_first(
+        &mut self,
+        mechanism: ScramMechanism,
+        token: &[u8],
+        credential: Option<ScramCredential>,
+        server_nonce: &str,
+    ) -> SaslStep {
+        match ScramServer::start(mechanism, token, credential, server_nonce) {
+            Ok((server, server_first)) => {
+                *self = SaslExchange::ScramFinal(Box::new(server));
+                SaslStep::Challenge(server_first.into_bytes())
+            }
+            Err(e) => SaslStep::Authenticate(Err(e.into())),
+        }
+    }
+
+    /// A SaslAuthenticate carrying `token`: PLAIN's message checked by
+    /// `plain` (the listener's users), or SCRAM's client-final message.
     pub fn authenticate(&mut self, token: &[u8], plain: &PlainUsers) -> SaslStep {
+        if let SaslExchange::ScramFinal(server) = self {
+            return match server.finish(token) {
+                Ok((user, server_final)) => {
+                    let principal = KafkaPrincipal::user(&user);
+                    *self = SaslExchange::Authenticated(principal.clone());
+                    SaslStep::Complete {
+                        principal,
+                        token: server_final.into_bytes(),
+                    }
+                }
+                Err(e) => SaslStep::Authenticate(Err(e.into())),
+            };
+        }
         let SaslExchange::Authenticating { mechanism } = self else {
             return SaslStep::Refuse("SaslAuthenticate before SaslHandshake");
         };

@@ -1,6 +1,6 @@
 // KafkaJS over SASL_PLAINTEXT with SASL/PLAIN, for tests/security.rs.
 //
-//   node sasl_plain.js BOOTSTRAP USER PASSWORD TOPIC COUNT
+//   node sasl_plain.js BOOTSTRAP USER PASSWORD TOPIC COUNT [MECHANISM]
 //
 // As USER: sends COUNT records to TOPIC in one request (acks=all) and
 // prints "OK <base offset>", or "FAILED: <error name>" and exits 1.
@@ -8,11 +8,11 @@
 const { Kafka, logLevel } = require('kafkajs');
 
 async function main() {
-  const [bootstrap, username, password, topic, count] = process.argv.slice(2);
+  const [bootstrap, username, password, topic, count, mechanism = 'plain'] = process.argv.slice(2);
   const kafka = new Kafka({
     clientId: 'sasl-plain',
     brokers: [bootstrap],
-    sasl: { mechanism: 'plain', username, password },
+    sasl: { mechanism, username, password },
     retry: { retries: 2 },
     logLevel: logLevel.NOTHING,
   });

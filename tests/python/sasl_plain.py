@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kafka-python over SASL_PLAINTEXT with SASL/PLAIN, for tests/security.rs.
+"""kafka-python over SASL_PLAINTEXT (PLAIN or SCRAM), for tests/security.rs.
 
 As USER/PASSWORD: produces COUNT records to TOPIC (acks=all), waits for
 every acknowledgement, reads them back from the beginning and prints
@@ -19,12 +19,13 @@ def main():
     parser.add_argument("--user", required=True)
     parser.add_argument("--password", required=True)
     parser.add_argument("--count", type=int, default=5)
+    parser.add_argument("--mechanism", default="PLAIN")
     parser.add_argument("topic")
     args = parser.parse_args()
     security = dict(
         bootstrap_servers=args.bootstrap,
         security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
+        sasl_mechanism=args.mechanism,
         sasl_plain_username=args.user,
         sasl_plain_password=args.password,
         request_timeout_ms=20000,
