@@ -31,6 +31,7 @@ use crate::broker_context::BrokerContext;
 use crate::net::connection_quotas::ConnectionSlot;
 use crate::net::{read_request_frame, write_frame, FrameError};
 use crate::protocol::{self, ProtocolError, Request, ResponseFrame};
+use crate::quota::ChannelMute;
 use crate::security::sasl::{SaslExchange, SaslStep};
 use crate::security::scram;
 use crate::security::{KafkaPrincipal, ListenerSecurity, Session};
@@ -108,6 +109,7 @@ async fn read_requests(
     idle: Duration,
 ) {
     let produce_order = ProduceOrder::default();
+    let mute = Arc::new(ChannelMute::default());
     // PLAINTEXT: every request is User:ANONYMOUS's; SASL replaces it.
     let mut session = Arc::new(Session::anonymous(peer.ip()));
     let mut gate = security.protocol.is_sasl().then_some(SaslGate {
@@ -133,6 +135,8 @@ async fn read_requests(
             }
             Ok(Ok(frame)) => frame,
         };
+        // A quota's delay: no request is taken until it has passed.
+        mute.wait().await;
         if let Some(sasl) = gate.as_mut() {
             match sasl.take(&frame, &security, peer).await {
                 Gate::Pass => {}
@@ -173,6 +177,7 @@ async fn read_requests(
                     session: session.clone(),
                     produce_turn: matches!(request.api, ApiKey::Produce)
                         .then(|| produce_order.ticket()),
+                    mute: mute.clone(),
                 };
                 actix_rt::spawn(async move { api::handle(&broker, request, origin).await })
             }

@@ -317,6 +317,13 @@ impl BrokerBuilder {
                 move |_| manager,
             )
         };
+        let client_quotas = Arc::new(crate::quota::ClientQuotas::new(
+            store.clone(),
+            crate::quota::rate::RateConfig {
+                samples: config.quota_window_num.max(1),
+                window_ms: config.quota_window_size_seconds.max(1) * 1000,
+            },
+        ));
         let controller = Controller::start(
             dynamic.clone(),
             store.clone(),
@@ -324,6 +331,7 @@ impl BrokerBuilder {
             partition_runtime,
             replica_manager.clone(),
             advertised.clone(),
+            client_quotas.clone(),
             fatal.clone(),
         )
         .await?;
@@ -410,6 +418,7 @@ impl BrokerBuilder {
             auto_creations: Default::default(),
             authorizer,
             scram_credentials,
+            client_quotas,
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())

@@ -93,6 +93,7 @@ internal_modules! {
     mod open_files;
     mod producer_ids;
     mod protocol;
+    mod quota;
     mod replication;
     mod storage;
 }

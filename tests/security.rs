@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::{create_topic, Cluster};
-use common::{client_config, raw_request, BrokerProcess};
+use common::{client_config, raw_request, BrokerProcess, RawConnection};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
@@ -517,64 +517,15 @@ fn sasl_config(bootstrap: &str, user: &str, password: &str) -> rdkafka::config::
     config
 }
 
-/// A connection that runs SaslHandshake (`handshake_version`) and then
-/// the PLAIN exchange by hand, as a client would: SaslAuthenticate v2
+/// The SASL exchange by hand, as a client runs it: SaslAuthenticate v2
 /// after a v1 handshake, the bare token after a v0 one.
-struct RawConnection {
-    stream: std::net::TcpStream,
-    correlation_id: i32,
+trait SaslRequests {
+    fn handshake(&mut self, version: i16, mechanism: &str) -> Option<SaslHandshakeResponse>;
+    fn authenticate(&mut self, token: &[u8]) -> Option<SaslAuthenticateResponse>;
+    fn metadata(&mut self) -> Option<MetadataResponse>;
 }
 
-impl RawConnection {
-    fn open(bootstrap: &str) -> RawConnection {
-        let stream = std::net::TcpStream::connect(bootstrap).expect("connect");
-        stream.set_read_timeout(Some(TIMEOUT)).expect("timeout");
-        RawConnection {
-            stream,
-            correlation_id: 0,
-        }
-    }
-
-    fn send_bytes(&mut self, body: &[u8]) {
-        use std::io::Write;
-        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
-        frame.extend_from_slice(body);
-        self.stream.write_all(&frame).expect("send");
-    }
-
-    /// The next frame's bytes; `None` once the broker closed the connection.
-    fn receive(&mut self) -> Option<bytes::Bytes> {
-        use std::io::Read;
-        let mut prefix = [0u8; 4];
-        self.stream.read_exact(&mut prefix).ok()?;
-        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
-        self.stream.read_exact(&mut body).ok()?;
-        Some(bytes::Bytes::from(body))
-    }
-
-    fn request<Req, Resp>(&mut self, api: ApiKey, version: i16, request: &Req) -> Option<Resp>
-    where
-        Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
-        Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
-    {
-        use kafka_protocol::messages::{RequestHeader, ResponseHeader};
-        use kafka_protocol::protocol::Decodable;
-        self.correlation_id += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(api as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("sasl-test")));
-        let frame = ferrolog::protocol::encode_request(&header, api, request).expect("encodes");
-        use std::io::Write;
-        self.stream.write_all(&frame).expect("send");
-        let mut body = self.receive()?;
-        let header = ResponseHeader::decode(&mut body, api.response_header_version(version))
-            .expect("response header");
-        assert_eq!(header.correlation_id, self.correlation_id);
-        Some(Resp::decode(&mut body, version).expect("response decodes"))
-    }
-
+impl SaslRequests for RawConnection {
     fn handshake(&mut self, version: i16, mechanism: &str) -> Option<SaslHandshakeResponse> {
         self.request(
             ApiKey::SaslHandshake,

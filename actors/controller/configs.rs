@@ -285,7 +285,17 @@ impl Shared {
                     {
                         self.load_dynamic_broker_configs().await?
                     }
-                    Ok(_) => {}
+                    Ok(Some((config_type, entity))) => {
+                        if let Some(quota_entity) =
+                            crate::quota::entity::QuotaEntity::from_notification(
+                                config_type,
+                                &entity,
+                            )
+                        {
+                            self.client_quotas.reload(&quota_entity).await?
+                        }
+                    }
+                    Ok(None) => {}
                     Err(e) => log::warn!("{e}"),
                 }
             }

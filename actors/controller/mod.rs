@@ -33,6 +33,7 @@ use crate::metadata::znodes::{
     ControllerEpochZNode, ControllerZNode, DeleteTopicsTopicZNode, LeaderAndIsr, TopicAssignment,
     TopicPartitionStateZNode, TopicPartitionZNode, TopicPartitionsZNode, TopicZNode, TopicsZNode,
 };
+use crate::quota::ClientQuotas;
 use crate::storage::LogConfig;
 use crate::topic_partition::TopicPartition;
 
@@ -186,6 +187,9 @@ struct Shared {
     channels: Arc<std::sync::Mutex<HashMap<i32, ChannelHandle>>>,
     /// The newest `/config/changes` notification applied here.
     config_changes_seen: Arc<std::sync::atomic::AtomicI64>,
+    /// Client quotas, reread when a notification names a user, client id
+    /// or address.
+    client_quotas: Arc<ClientQuotas>,
 }
 
 use crate::controller::context::{BrokerChanges, ControllerContext, ControllerRole as Role};
@@ -244,6 +248,7 @@ pub struct AdvertisedEndpoint {
 impl Controller {
     /// Register, elect, load every topic, start partition actors for the
     /// partitions led here, then start the actor.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         dynamic: DynamicBrokerConfig,
         store: Arc<dyn MetadataStore>,
@@ -251,6 +256,7 @@ impl Controller {
         partitions: PartitionRuntime,
         replica_manager: Addr<ReplicaManager>,
         advertised: AdvertisedEndpoint,
+        client_quotas: Arc<ClientQuotas>,
         fatal: BrokerFatal,
     ) -> Result<Addr<Controller>, ControllerError> {
         let config = dynamic.static_config();
@@ -300,6 +306,7 @@ impl Controller {
             replica_manager,
             channels: Arc::default(),
             config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            client_quotas,
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared
@@ -311,6 +318,7 @@ impl Controller {
         }
         // Before any topic is taken up: its log config starts from them.
         shared.load_dynamic_broker_configs().await?;
+        shared.client_quotas.load().await?;
         match registration.elect(shared.store.as_ref()).await? {
             Some((epoch, epoch_zk_version)) => {
                 log::info!(

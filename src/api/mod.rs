@@ -9,6 +9,7 @@
 pub mod acls;
 pub mod api_versions;
 pub mod authorized_operations;
+pub mod client_quotas;
 pub mod configs;
 pub mod control;
 pub mod create_partitions;
@@ -36,6 +37,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod scram_credentials;
 pub mod sync_group;
+pub mod throttling;
 pub mod zookeeper_offsets;
 
 use std::sync::Arc;
@@ -106,8 +108,6 @@ where
         .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
 }
 
-/// Answer one request. `Ok(None)` means no response is due (produce with
-/// acks=0).
 /// Where a request came from, as its handler may need it.
 pub struct RequestOrigin {
     /// The client's address (DescribeGroups shows it as `client_host`).
@@ -116,8 +116,12 @@ pub struct RequestOrigin {
     pub session: Arc<Session>,
     /// A produce request's place in its connection's line.
     pub produce_turn: Option<produce::ProduceTurn>,
+    /// The connection's mute, set when a quota delays the client.
+    pub mute: Arc<crate::quota::ChannelMute>,
 }
 
+/// Answer one request. `Ok(None)` means no response is due (produce with
+/// acks=0).
 pub async fn handle(
     ctx: &Arc<BrokerContext>,
     frame: RequestFrame,
@@ -134,6 +138,43 @@ pub async fn handle(
         .as_ref()
         .map(|c| c.to_string())
         .unwrap_or_default();
+    let mute = origin.mute.clone();
+    let throttling = throttling::Throttling {
+        ctx,
+        session,
+        client_id: &client_id,
+        mute: &mute,
+        started: std::time::Instant::now(),
+    };
+    // Inter-broker requests and the SASL exchange are exempt, as in Kafka.
+    let exempt = matches!(
+        frame.body,
+        Request::LeaderAndIsr(_)
+            | Request::StopReplica(_)
+            | Request::UpdateMetadata(_)
+            | Request::ControlledShutdown(_)
+            | Request::SaslHandshake(_)
+            | Request::SaslAuthenticate(_)
+            | Request::ApiVersions(_)
+    );
+    let counted = !matches!(frame.body, Request::Produce(_) | Request::Fetch(_)) && !exempt;
+    let answer = answer(ctx, frame.body, origin, &throttling, api, version, correlation_id).await;
+    if counted {
+        throttling.other();
+    }
+    answer
+}
+
+async fn answer(
+    ctx: &Arc<BrokerContext>,
+    body: Request,
+    origin: RequestOrigin,
+    throttling: &throttling::Throttling<'_>,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+) -> Result<Option<ResponseFrame>, ProtocolError> {
+    let (session, client_id) = (throttling.session, throttling.client_id);
     let respond = |response: &dyn ErasedResponse, regions: Vec<FileRegion>| {
         response
             .encode_frame(api, version, correlation_id, regions)
@@ -145,11 +186,16 @@ pub async fn handle(
             respond(&$response, Vec::new())
         };
     }
-    match frame.body {
+    match body {
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
         Request::Metadata(r) => reply!(metadata::handle(ctx, session, *r, version).await),
-        Request::Produce(r) => match produce::handle(ctx, session, *r, version, origin.produce_turn).await {
-            produce::ProduceOutcome::Respond(response) => {
+        Request::Produce(r) => {
+            let request_bytes = throttling::produce_bytes(&r);
+            let outcome = produce::handle(ctx, session, *r, version, origin.produce_turn).await;
+            let throttle_time_ms = throttling.produce(request_bytes);
+            match outcome {
+            produce::ProduceOutcome::Respond(mut response) => {
+                response.throttle_time_ms = throttle_time_ms;
                 // A lost acknowledgement: the records are written, the client
                 // never hears so and retries (tests of idempotence).
                 fail::fail_point!("produce.lose_response", |_| Err(
@@ -161,9 +207,22 @@ pub async fn handle(
             produce::ProduceOutcome::CloseConnection(reason) => {
                 Err(ProtocolError::FailedWithoutResponse(reason))
             }
-        },
-        Request::Fetch(r) => {
+            }
+        }
+        Request::Fetch(mut r) => {
+            let follower = r.replica_id.0.max(r.replica_state.replica_id.0) >= 0;
+            if !follower {
+                if let Some(cap) = throttling.fetch_max_bytes() {
+                    r.max_bytes = r.max_bytes.min(cap);
+                }
+            }
             let (response, regions) = fetch::handle(ctx, session, *r, version).await;
+            // Followers are under replication quotas, not client quotas.
+            let (response, regions) = if follower {
+                (response, regions)
+            } else {
+                throttling.fetch(response, regions)
+            };
             respond(&response, regions)
         }
         Request::ListOffsets(r) => reply!(list_offsets::handle(ctx, session, *r, version).await),
@@ -179,7 +238,7 @@ pub async fn handle(
         Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, session, *r).await),
         Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, session, *r, version).await),
         Request::JoinGroup(r) => {
-            reply!(join_group::handle(ctx, session, *r, version, &client_id, origin.peer).await)
+            reply!(join_group::handle(ctx, session, *r, version, client_id, origin.peer).await)
         }
         Request::SyncGroup(r) => reply!(sync_group::handle(ctx, session, *r).await),
         Request::Heartbeat(r) => reply!(heartbeat::handle(ctx, session, *r).await),
@@ -212,15 +271,17 @@ pub async fn handle(
         Request::DescribeAcls(r) => reply!(acls::describe(ctx, session, *r)),
         Request::CreateAcls(r) => reply!(acls::create(ctx, session, *r).await),
         Request::DeleteAcls(r) => reply!(acls::delete(ctx, session, *r).await),
-        // The connection runs the SASL exchange itself on SASL listeners;
-        // here one is out of place (a PLAINTEXT listener, or after
-        // authentication), as Kafka answers it.
         Request::DescribeUserScramCredentials(r) => {
             reply!(scram_credentials::describe(ctx, session, *r).await)
         }
         Request::AlterUserScramCredentials(r) => {
             reply!(scram_credentials::alter(ctx, session, *r).await)
         }
+        Request::DescribeClientQuotas(r) => reply!(client_quotas::describe(ctx, session, *r).await),
+        Request::AlterClientQuotas(r) => reply!(client_quotas::alter(ctx, session, *r).await),
+        // The connection runs the SASL exchange itself on SASL listeners;
+        // here one is out of place (a PLAINTEXT listener, or after
+        // authentication), as Kafka answers it.
         Request::SaslHandshake(_) => reply!(kafka_protocol::messages::SaslHandshakeResponse::default()
             .with_error_code(ResponseError::IllegalSaslState.code())),
         Request::SaslAuthenticate(_) => {

@@ -444,6 +444,10 @@ broker_config! {
         "max.connections.per.ip" => max_connections_per_ip: usize = 2_147_483_647, Int(0);
         /// Per-address exceptions to max.connections.per.ip, address:count comma-separated.
         "max.connections.per.ip.overrides" => max_connections_per_ip_overrides: ConnectionOverrides = ConnectionOverrides::default(), Str;
+        /// Samples kept to measure a client's rate against its quota.
+        "quota.window.num" => quota_window_num: usize = 11, Int(1);
+        /// Seconds one quota sample spans.
+        "quota.window.size.seconds" => quota_window_size_seconds: u64 = 1, Int(1);
 
         /// Largest record batch a topic accepts by default.
         "message.max.bytes" => message_max_bytes: u64 = LogConfig::default().max_message_bytes, Int(0);

@@ -575,12 +575,17 @@ impl ConfigEntityZNode {
         to_json(&ConfigJsonOut { version: 1, config })
     }
 
-    /// A znode without `config` means no overrides, as in Kafka.
+    /// A znode without `config` means no overrides, as in Kafka; so does
+    /// an empty one (a parent created on the way to
+    /// `/config/users/<user>/clients/<client-id>`).
     pub fn decode(
         config_type: ConfigType,
         name: &str,
         bytes: &[u8],
     ) -> Result<BTreeMap<String, String>, MetadataError> {
+        if bytes.is_empty() {
+            return Ok(BTreeMap::new());
+        }
         let json: ConfigJsonIn = parse(&Self::path(config_type, name), bytes)?;
         Ok(json.config)
     }

@@ -114,6 +114,8 @@ implemented_apis! {
     SaslAuthenticate(SaslAuthenticateRequest) = SaslAuthenticate, 0..=2;
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest) = DescribeUserScramCredentials, 0..=0;
     AlterUserScramCredentials(AlterUserScramCredentialsRequest) = AlterUserScramCredentials, 0..=0;
+    DescribeClientQuotas(DescribeClientQuotasRequest) = DescribeClientQuotas, 0..=1;
+    AlterClientQuotas(AlterClientQuotasRequest) = AlterClientQuotas, 0..=1;
 }
 
 /// The version range ferrolog serves for `api`, if it implements it.

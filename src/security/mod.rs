@@ -98,6 +98,14 @@ impl KafkaPrincipal {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The name without its type (`alice` of `User:alice`), as quotas
+    /// name users.
+    pub fn name(&self) -> &str {
+        self.0
+            .split_once(':')
+            .map_or(self.0.as_str(), |(_, name)| name)
+    }
 }
 
 impl fmt::Display for KafkaPrincipal {

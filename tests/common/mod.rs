@@ -407,35 +407,120 @@ where
     Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
     Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
 {
-    use kafka_protocol::messages::{RequestHeader, ResponseHeader};
-    use kafka_protocol::protocol::{Decodable, StrBytes};
-    use std::io::{Read, Write};
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(9)
-        .with_client_id(Some(StrBytes::from_static_str("ferrolog-test")));
-    let frame = ferrolog::protocol::encode_request(&header, api, request)
-        .map_err(|e| format!("encode: {e}"))?;
-    let mut stream =
-        std::net::TcpStream::connect(bootstrap).map_err(|e| format!("connect: {e}"))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| format!("timeout: {e}"))?;
-    stream.write_all(&frame).map_err(|e| format!("send: {e}"))?;
-    let mut prefix = [0u8; 4];
-    stream
-        .read_exact(&mut prefix)
-        .map_err(|e| format!("response length: {e}"))?;
-    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
-    stream
-        .read_exact(&mut body)
-        .map_err(|e| format!("response body: {e}"))?;
-    let mut buf = bytes::Bytes::from(body);
-    let response_header = ResponseHeader::decode(&mut buf, api.response_header_version(version))
-        .map_err(|e| format!("response header: {e}"))?;
-    assert_eq!(response_header.correlation_id, 9);
-    Resp::decode(&mut buf, version).map_err(|e| format!("response body decodes: {e}"))
+    RawConnection::try_open(bootstrap, "ferrolog-test", timeout)?.try_request(api, version, request)
+}
+
+/// One client connection speaking kafka-protocol's encoding by hand:
+/// several requests in turn, raw frames, and the moment the broker closes.
+pub struct RawConnection {
+    stream: std::net::TcpStream,
+    correlation_id: i32,
+    client_id: String,
+}
+
+impl RawConnection {
+    /// Connects as client id `ferrolog-test`, with a 30 s read timeout.
+    pub fn open(bootstrap: &str) -> RawConnection {
+        Self::try_open(bootstrap, "ferrolog-test", Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{bootstrap}: {e}"))
+    }
+
+    /// Connects as `client_id`; the failure as text.
+    pub fn try_open(
+        bootstrap: &str,
+        client_id: &str,
+        timeout: Duration,
+    ) -> Result<RawConnection, String> {
+        let stream =
+            std::net::TcpStream::connect(bootstrap).map_err(|e| format!("connect: {e}"))?;
+        stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| format!("timeout: {e}"))?;
+        Ok(RawConnection {
+            stream,
+            correlation_id: 0,
+            client_id: client_id.to_string(),
+        })
+    }
+
+    /// Sends `body` as one length-prefixed frame.
+    pub fn send_bytes(&mut self, body: &[u8]) {
+        use std::io::Write;
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        self.stream.write_all(&frame).expect("send");
+    }
+
+    /// The next frame's bytes; `None` once the broker closed the connection.
+    pub fn receive(&mut self) -> Option<bytes::Bytes> {
+        self.try_receive().ok()
+    }
+
+    fn try_receive(&mut self) -> Result<bytes::Bytes, String> {
+        use std::io::Read;
+        let mut prefix = [0u8; 4];
+        self.stream
+            .read_exact(&mut prefix)
+            .map_err(|e| format!("response length: {e}"))?;
+        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        self.stream
+            .read_exact(&mut body)
+            .map_err(|e| format!("response body: {e}"))?;
+        Ok(bytes::Bytes::from(body))
+    }
+
+    /// One request and its response; `None` if the broker closed the
+    /// connection instead of answering.
+    pub fn request<Req, Resp>(
+        &mut self,
+        api: kafka_protocol::messages::ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Option<Resp>
+    where
+        Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
+        Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
+    {
+        self.try_request(api, version, request).ok()
+    }
+
+    /// [`RawConnection::request`] with the failure as text.
+    pub fn try_request<Req, Resp>(
+        &mut self,
+        api: kafka_protocol::messages::ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp, String>
+    where
+        Req: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
+        Resp: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::HeaderVersion,
+    {
+        use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+        use kafka_protocol::protocol::{Decodable, StrBytes};
+        use std::io::Write;
+        self.correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
+        let frame = ferrolog::protocol::encode_request(&header, api, request)
+            .map_err(|e| format!("encode: {e}"))?;
+        self.stream
+            .write_all(&frame)
+            .map_err(|e| format!("send: {e}"))?;
+        let mut body = self.try_receive()?;
+        let response_header =
+            ResponseHeader::decode(&mut body, api.response_header_version(version))
+                .map_err(|e| format!("response header: {e}"))?;
+        if response_header.correlation_id != self.correlation_id {
+            return Err(format!(
+                "correlation id {} answered {}",
+                self.correlation_id, response_header.correlation_id
+            ));
+        }
+        Resp::decode(&mut body, version).map_err(|e| format!("response body decodes: {e}"))
+    }
 }
 
 /// Run a future (an rdkafka admin call) to completion on a fresh runtime.

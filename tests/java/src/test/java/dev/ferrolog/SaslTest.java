@@ -120,4 +120,57 @@ class SaslTest {
             }
         }
     }
+
+    /**
+     * Kafka 3.9's kafka-configs creates a SCRAM-SHA-512 user over the admin
+     * API (AlterUserScramCredentials, as the PLAIN admin through
+     * --command-config) and describes it; the Java client then logs in with
+     * SCRAM-SHA-512 and writes; a wrong password gets
+     * SaslAuthenticationException; after --delete-config the user is gone.
+     */
+    @Test
+    void kafkaConfigsCreatesScramUsersTheJavaClientLogsInAs() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(KafkaTool.classpath() != null, "no -Dkafka.tools.classpath");
+        try (Ferrolog broker = Ferrolog.start("listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+                        + "PlainLoginModule required user_admin=\"admin-secret\";")) {
+            java.nio.file.Path adminConfig = java.nio.file.Files.createTempFile("admin", ".properties");
+            java.nio.file.Files.writeString(adminConfig, "security.protocol=SASL_PLAINTEXT\n"
+                    + "sasl.mechanism=PLAIN\n"
+                    + "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    + "username=\"admin\" password=\"admin-secret\";\n");
+            KafkaTool.run(KafkaTool.CONFIGS, null, "--bootstrap-server", broker.bootstrap(), "--command-config",
+                    adminConfig.toString(), "--alter", "--add-config",
+                    "SCRAM-SHA-512=[iterations=8192,password=dana-secret]", "--entity-type", "users",
+                    "--entity-name", "dana").ok();
+            String described = KafkaTool.run(KafkaTool.CONFIGS, null, "--bootstrap-server", broker.bootstrap(),
+                    "--command-config", adminConfig.toString(), "--describe", "--entity-type", "users",
+                    "--entity-name", "dana").ok().stdout();
+            assertTrue(described.contains("SCRAM-SHA-512=iterations=8192"), described);
+            Map<String, Object> dana = new HashMap<>(sasl("dana", "dana-secret"));
+            dana.put("sasl.mechanism", "SCRAM-SHA-512");
+            dana.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    + "username=\"dana\" password=\"dana-secret\";");
+            try (KafkaProducer<String, String> producer = Clients.producer(broker.bootstrap(), dana)) {
+                assertEquals(0, producer.send(new ProducerRecord<>("scram-topic", "k", "v")).get().offset());
+            }
+            Map<String, Object> wrong = new HashMap<>(dana);
+            wrong.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    + "username=\"dana\" password=\"guess\";");
+            wrong.put("max.block.ms", 20000);
+            try (KafkaProducer<String, String> producer = Clients.producer(broker.bootstrap(), wrong)) {
+                ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                        () -> producer.send(new ProducerRecord<>("scram-topic", "k", "v")).get());
+                assertTrue(failed.getCause() instanceof SaslAuthenticationException, failed.toString());
+            }
+            KafkaTool.run(KafkaTool.CONFIGS, null, "--bootstrap-server", broker.bootstrap(), "--command-config",
+                    adminConfig.toString(), "--alter", "--delete-config", "SCRAM-SHA-512", "--entity-type", "users",
+                    "--entity-name", "dana").ok();
+            described = KafkaTool.run(KafkaTool.CONFIGS, null, "--bootstrap-server", broker.bootstrap(),
+                    "--command-config", adminConfig.toString(), "--describe", "--entity-type", "users").ok().stdout();
+            assertTrue(!described.contains("SCRAM-SHA-512"), described);
+            java.nio.file.Files.deleteIfExists(adminConfig);
+        }
+    }
 }
