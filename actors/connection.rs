@@ -110,6 +110,7 @@ async fn read_requests(
 ) {
     let produce_order = ProduceOrder::default();
     let mute = Arc::new(ChannelMute::default());
+    let listener: Arc<str> = Arc::from(security.listener.as_str());
     // PLAINTEXT: every request is User:ANONYMOUS's; SASL replaces it.
     let mut session = Arc::new(Session::anonymous(peer.ip()));
     let mut gate = security.protocol.is_sasl().then_some(SaslGate {
@@ -178,6 +179,7 @@ async fn read_requests(
                     produce_turn: matches!(request.api, ApiKey::Produce)
                         .then(|| produce_order.ticket()),
                     mute: mute.clone(),
+                    listener: listener.clone(),
                 };
                 actix_rt::spawn(async move { api::handle(&broker, request, origin).await })
             }

@@ -728,18 +728,42 @@ impl Replicas {
         &self,
         request: UpdateMetadataRequest,
     ) -> Result<UpdateMetadataResponse, ControllerError> {
+        // Brokers dial each other on the inter-broker listener; clients are
+        // told the endpoints of the listener they came in on.
+        let inter_broker = self
+            .broker_config
+            .static_config()
+            .inter_broker_listener_name();
         let brokers: BTreeMap<i32, BrokerEndpoint> = request
             .live_brokers
             .iter()
             .filter_map(|b| {
-                let endpoint = b.endpoints.first()?;
+                let listeners: Vec<crate::cluster::ListenerEndpoint> = b
+                    .endpoints
+                    .iter()
+                    .filter_map(|e| {
+                        Some(crate::cluster::ListenerEndpoint {
+                            name: e.listener.to_string(),
+                            security_protocol: crate::config::SecurityProtocol::from_id(
+                                e.security_protocol,
+                            )?,
+                            host: e.host.to_string(),
+                            port: u16::try_from(e.port).ok()?,
+                        })
+                    })
+                    .collect();
+                let reach = listeners
+                    .iter()
+                    .find(|l| l.name == inter_broker)
+                    .or(listeners.first())?;
                 Some((
                     b.id.0,
                     BrokerEndpoint {
                         id: b.id.0,
-                        host: endpoint.host.to_string(),
-                        port: u16::try_from(endpoint.port).ok()?,
+                        host: reach.host.clone(),
+                        port: reach.port,
                         rack: b.rack.as_ref().map(|r| r.to_string()),
+                        listeners: listeners.clone(),
                     },
                 ))
             })

@@ -136,8 +136,11 @@ pub struct BrokerHandle {
     log: Addr<LogManager>,
     replica_manager: Addr<ReplicaManager>,
     context: Arc<BrokerContext>,
-    /// The address the listener is bound to (the real port when 0 was asked).
+    /// The address the first listener is bound to (the real port when 0
+    /// was asked).
     pub bound: SocketAddr,
+    /// Every listener's name and bound address, in `listeners` order.
+    pub listening: Vec<(String, SocketAddr)>,
     /// What start-up loaded, partition by partition (tests read it).
     #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     loaded: Vec<LoadedLog>,
@@ -146,7 +149,7 @@ pub struct BrokerHandle {
     /// The supervision record of each extension, by name.
     pub extensions: Vec<(String, SupervisorLink)>,
     fatal: tokio::sync::watch::Receiver<Option<String>>,
-    acceptor: Addr<Acceptor>,
+    acceptors: Vec<Addr<Acceptor>>,
     network: Vec<Arbiter>,
     pool: ActorPoolThreads,
     /// Kept to end the ZooKeeper session at shutdown.
@@ -228,49 +231,35 @@ impl BrokerBuilder {
             .await
             .map_err(|_| LogManagerError::Stopped)?;
         let cleaner_shards = shards.clone();
-        let listener = config
-            .listeners
-            .first()
-            .ok_or_else(|| BrokerError::config("listeners is empty"))?;
         let scram_credentials = Arc::new(crate::security::credentials::UserScramCredentials::new(
             store.clone(),
         ));
-        let listener_security = Arc::new(crate::security::ListenerSecurity {
-            credentials: Some(scram_credentials.clone()),
-            ..crate::security::ListenerSecurity::of(&config, listener)
-                .map_err(|e| BrokerError::config(e.to_string()))?
-        });
-        if listener.security_protocol.is_sasl()
-            && listener_security.mechanisms.iter().any(|m| m == "PLAIN")
-        {
-            log::warn!(
-                "SASL/PLAIN is enabled on listener {} without TLS: passwords cross the network in clear text",
-                listener.name
-            );
+        // Every listener is bound, each with its own acceptor and security.
+        let mut bound_listeners = Vec::new();
+        for listener in &config.listeners {
+            let security = Arc::new(crate::security::ListenerSecurity {
+                credentials: Some(scram_credentials.clone()),
+                ..crate::security::ListenerSecurity::of(&config, listener)
+                    .map_err(|e| BrokerError::config(e.to_string()))?
+            });
+            if listener.security_protocol.is_sasl()
+                && security.mechanisms.iter().any(|m| m == "PLAIN")
+            {
+                log::warn!(
+                    "SASL/PLAIN is enabled on listener {} without TLS: passwords cross the network in clear text",
+                    listener.name
+                );
+            }
+            let (socket, bound) = bind(listener).await?;
+            bound_listeners.push((listener.clone(), socket, bound, security));
         }
-        let bind_host = if listener.host.is_empty() {
-            "0.0.0.0"
-        } else {
-            listener.host.as_str()
+        let Some(bound) = bound_listeners.first().map(|(_, _, bound, _)| *bound) else {
+            return Err(BrokerError::config("listeners is empty"));
         };
-        let address = format!("{bind_host}:{}", listener.port);
-        let socket = tokio::net::TcpListener::bind(&address)
-            .await
-            .map_err(|source| {
-                BrokerError::new(
-                    BrokerErrorKind::Listen,
-                    format!("cannot listen on {address}"),
-                    source,
-                )
-            })?;
-        let bound = socket.local_addr().map_err(|source| {
-            BrokerError::new(
-                BrokerErrorKind::Listen,
-                format!("cannot listen on {address}"),
-                source,
-            )
-        })?;
-        let advertised = advertised_endpoint(&config, bound);
+        let advertised = advertised_endpoints(
+            &config,
+            bound_listeners.iter().map(|(l, _, bound, _)| (l, *bound)),
+        );
         let cache = MetadataCache::default();
         // Dynamic broker configs (KIP-226) layer over the file; the
         // controller loads them from the store before it takes up a topic.
@@ -423,13 +412,23 @@ impl BrokerBuilder {
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())
             .collect();
-        let acceptor = Acceptor::start(
-            socket,
-            listener_security,
-            context.clone(),
-            network.iter().map(|a| a.handle()).collect(),
-            fatal,
-        );
+        let mut acceptors = Vec::new();
+        let mut listening = Vec::new();
+        for (listener, socket, bound, security) in bound_listeners {
+            log::info!(
+                "listener {} ({}) bound to {bound}",
+                listener.name,
+                listener.security_protocol.name()
+            );
+            listening.push((listener.name.clone(), bound));
+            acceptors.push(Acceptor::start(
+                socket,
+                security,
+                context.clone(),
+                network.iter().map(|a| a.handle()).collect(),
+                fatal.clone(),
+            ));
+        }
         // Started last: nothing after it can fail start-up, so it is never
         // torn down half-started with the runtime.
         if config.log_cleaner_enable {
@@ -450,11 +449,12 @@ impl BrokerBuilder {
             replica_manager,
             context,
             bound,
+            listening,
             loaded,
             events,
             extensions,
             fatal: fatal_receiver,
-            acceptor,
+            acceptors,
             network,
             pool: pool_threads,
             store,
@@ -502,22 +502,71 @@ fn open_embedded_store(config: &BrokerConfig) -> Result<Arc<dyn MetadataStore>, 
     Ok(store)
 }
 
-fn advertised_endpoint(config: &BrokerConfig, bound: SocketAddr) -> AdvertisedEndpoint {
-    let listener = config
-        .advertised_listeners
-        .first()
-        .or(config.listeners.first());
-    let host = match listener.map(|l| l.host.as_str()) {
-        Some(host) if !host.is_empty() && host != "0.0.0.0" && host != "::" => host.to_string(),
-        _ if !bound.ip().is_unspecified() => bound.ip().to_string(),
-        _ => "localhost".to_string(),
+async fn bind(
+    listener: &crate::config::Listener,
+) -> Result<(tokio::net::TcpListener, SocketAddr), BrokerError> {
+    let bind_host = if listener.host.is_empty() {
+        "0.0.0.0"
+    } else {
+        listener.host.as_str()
     };
-    // Port 0 means "any": advertise the one the listener got.
-    let port = match listener.map(|l| l.port) {
-        Some(0) | None => bound.port(),
-        Some(port) => port,
+    let address = format!("{bind_host}:{}", listener.port);
+    let failed = |source| {
+        BrokerError::new(
+            BrokerErrorKind::Listen,
+            format!("cannot listen on {address}"),
+            source,
+        )
     };
-    AdvertisedEndpoint { host, port }
+    let socket = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(failed)?;
+    let bound = socket.local_addr().map_err(failed)?;
+    Ok((socket, bound))
+}
+
+/// What each bound listener is advertised as (`advertised.listeners` by
+/// name, else the listener itself; a wildcard or empty host becomes the
+/// bound address or `localhost`, port 0 the port the OS gave), and the
+/// inter-broker listener's endpoint as the one brokers dial.
+fn advertised_endpoints<'a>(
+    config: &BrokerConfig,
+    bound: impl Iterator<Item = (&'a crate::config::Listener, SocketAddr)>,
+) -> AdvertisedEndpoint {
+    let listeners: Vec<crate::cluster::ListenerEndpoint> = bound
+        .map(|(listener, bound)| {
+            let advertised = config
+                .advertised_listeners
+                .iter()
+                .find(|a| a.name == listener.name)
+                .unwrap_or(listener);
+            let host = match advertised.host.as_str() {
+                host if !host.is_empty() && host != "0.0.0.0" && host != "::" => host.to_string(),
+                _ if !bound.ip().is_unspecified() => bound.ip().to_string(),
+                _ => "localhost".to_string(),
+            };
+            let port = match advertised.port {
+                0 => bound.port(),
+                port => port,
+            };
+            crate::cluster::ListenerEndpoint {
+                name: listener.name.clone(),
+                security_protocol: listener.security_protocol,
+                host,
+                port,
+            }
+        })
+        .collect();
+    let inter_broker = config.inter_broker_listener_name();
+    let reach = listeners
+        .iter()
+        .find(|l| l.name == inter_broker)
+        .or(listeners.first());
+    AdvertisedEndpoint {
+        host: reach.map_or_else(|| "localhost".to_string(), |l| l.host.clone()),
+        port: reach.map_or(0, |l| l.port),
+        listeners,
+    }
 }
 
 /// Why a served broker stopped.
@@ -621,7 +670,9 @@ impl BrokerHandle {
             )
             .await;
         }
-        let _ = self.acceptor.send(StopAccepting).await;
+        for acceptor in &self.acceptors {
+            let _ = acceptor.send(StopAccepting).await;
+        }
         let _ = self.replica_manager.send(StopAllReplicas).await;
         self.log
             .send(Close)

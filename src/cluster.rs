@@ -10,13 +10,42 @@ use std::sync::{Arc, RwLock};
 
 use crate::config::topic::TopicConfig;
 
-/// One broker's advertised PLAINTEXT endpoint.
+/// One broker: the endpoint brokers reach it on (its inter-broker
+/// listener's) and every listener it advertises, so each client is told
+/// the endpoints of the listener it connected to, as Kafka does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerEndpoint {
     pub id: i32,
     pub host: String,
     pub port: u16,
     pub rack: Option<String>,
+    /// Every advertised listener; empty when only `host`/`port` is known.
+    pub listeners: Vec<ListenerEndpoint>,
+}
+
+/// One advertised listener of a broker (`SASL_PLAINTEXT://h:9093`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerEndpoint {
+    /// Upper-cased listener name.
+    pub name: String,
+    pub security_protocol: crate::config::SecurityProtocol,
+    pub host: String,
+    pub port: u16,
+}
+
+impl BrokerEndpoint {
+    /// The host and port a client on `listener` is told; `None` if the
+    /// broker does not advertise that listener (Kafka leaves such brokers
+    /// out of the answer).
+    pub fn on_listener(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.listeners.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.listeners
+            .iter()
+            .find(|l| l.name == listener)
+            .map(|l| (l.host.as_str(), l.port))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +248,7 @@ mod tests {
             host: "127.0.0.1".into(),
             port: 9092,
             rack: None,
+            listeners: Vec::new(),
         };
         let before = BTreeMap::from([(0, endpoint(0)), (1, endpoint(1))]);
         let after = BTreeMap::from([(1, endpoint(1)), (2, endpoint(2)), (3, endpoint(3))]);

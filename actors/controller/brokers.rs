@@ -25,15 +25,24 @@ impl Shared {
             return Ok(None);
         };
         let info = BrokerIdZNode::decode(id, &bytes)?;
-        let Some((host, port)) = plaintext_endpoint(&info) else {
-            log::warn!("broker {id} registered no PLAINTEXT endpoint; ignored");
+        let listeners = info.listener_endpoints();
+        let inter_broker = self.config.inter_broker_listener_name();
+        // The inter-broker listener; a single broker on the embedded store
+        // may have none (no broker dials it), then its first listener.
+        let Some(reach) = listeners
+            .iter()
+            .find(|l| l.name == inter_broker)
+            .or(listeners.first())
+        else {
+            log::warn!("broker {id} registered no endpoint it can be reached on; ignored");
             return Ok(None);
         };
         let endpoint = BrokerEndpoint {
             id,
-            host,
-            port,
+            host: reach.host.clone(),
+            port: reach.port,
             rack: info.rack.clone(),
+            listeners: listeners.clone(),
         };
         Ok(Some((endpoint, stat.creation_zxid)))
     }

@@ -238,11 +238,13 @@ const DELETION_CONFIRMATION_TIMEOUT: std::time::Duration = std::time::Duration::
 /// that stayed registered but did not answer is retried on this timer).
 const PENDING_DELETION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// This broker's advertised endpoint.
+/// This broker's advertised endpoints: the inter-broker listener's
+/// (`host`/`port`, what other brokers dial) and every listener's.
 #[derive(Debug, Clone)]
 pub struct AdvertisedEndpoint {
     pub host: String,
     pub port: u16,
+    pub listeners: Vec<crate::cluster::ListenerEndpoint>,
 }
 
 impl Controller {
@@ -285,6 +287,7 @@ impl Controller {
                     host: advertised.host.clone(),
                     port: advertised.port,
                     rack: config.broker_rack.clone(),
+                    listeners: advertised.listeners.clone(),
                 },
             );
         });
@@ -811,20 +814,6 @@ use crate::metadata::znodes::{
     BrokerIdsZNode, ConfigChangeNotification, ConfigEntityChangeNotificationZNode,
     IsrChangeNotificationZNode, LogDirEventNotificationZNode,
 };
-
-/// The first PLAINTEXT endpoint of a registration, as `(host, port)`.
-fn plaintext_endpoint(info: &BrokerInfo) -> Option<(String, u16)> {
-    info.endpoints.iter().find_map(|endpoint| {
-        let rest = endpoint.strip_prefix("PLAINTEXT://")?;
-        let (host, port) = rest.rsplit_once(':')?;
-        Some((
-            host.trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            port.parse().ok()?,
-        ))
-    })
-}
 
 controller_request!(
     /// `/brokers/topics/<topic>` changed.

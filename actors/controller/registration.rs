@@ -276,16 +276,34 @@ impl Shared {
 impl Registration {
     pub(super) fn new(config: &BrokerConfig, advertised: &AdvertisedEndpoint) -> Registration {
         let broker_id = config.broker_id.max(0);
+        let plaintext = advertised
+            .listeners
+            .iter()
+            .find(|l| l.security_protocol == crate::config::SecurityProtocol::Plaintext);
+        let bracket = |host: &str| {
+            if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]")
+            } else {
+                host.to_string()
+            }
+        };
         Registration {
             broker_id,
             info: BrokerInfo {
                 id: broker_id,
-                host: advertised.host.clone(),
-                port: advertised.port as i32,
-                endpoints: vec![format!(
-                    "PLAINTEXT://{}:{}",
-                    advertised.host, advertised.port
-                )],
+                // Kafka's top-level host/port: the first PLAINTEXT endpoint.
+                host: plaintext.map_or(String::new(), |l| l.host.clone()),
+                port: plaintext.map_or(-1, |l| l.port as i32),
+                endpoints: advertised
+                    .listeners
+                    .iter()
+                    .map(|l| format!("{}://{}:{}", l.name, bracket(&l.host), l.port))
+                    .collect(),
+                protocols: advertised
+                    .listeners
+                    .iter()
+                    .map(|l| (l.name.clone(), l.security_protocol.name().to_string()))
+                    .collect(),
                 rack: config.broker_rack.clone(),
                 timestamp_ms: 0,
             },

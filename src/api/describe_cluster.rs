@@ -17,6 +17,7 @@ pub fn handle(
     ctx: &BrokerContext,
     session: &Session,
     request: DescribeClusterRequest,
+    listener: &str,
 ) -> DescribeClusterResponse {
     if !ctx.authorize_cluster(session, AclOperation::Describe) {
         return DescribeClusterResponse::default()
@@ -37,12 +38,15 @@ pub fn handle(
             cluster
                 .brokers
                 .values()
-                .map(|b| {
-                    DescribeClusterBroker::default()
-                        .with_broker_id(BrokerId(b.id))
-                        .with_host(StrBytes::from_string(b.host.clone()))
-                        .with_port(b.port as i32)
-                        .with_rack(b.rack.clone().map(StrBytes::from_string))
+                .filter_map(|b| {
+                    let (host, port) = b.on_listener(listener)?;
+                    Some(
+                        DescribeClusterBroker::default()
+                            .with_broker_id(BrokerId(b.id))
+                            .with_host(StrBytes::from_string(host.to_string()))
+                            .with_port(port as i32)
+                            .with_rack(b.rack.clone().map(StrBytes::from_string)),
+                    )
                 })
                 .collect(),
         )

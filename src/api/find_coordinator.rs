@@ -23,6 +23,7 @@ pub async fn handle(
     session: &Session,
     request: FindCoordinatorRequest,
     version: i16,
+    listener: &str,
 ) -> FindCoordinatorResponse {
     let keys: Vec<StrBytes> = if version >= 4 {
         request.coordinator_keys.clone()
@@ -45,12 +46,19 @@ pub async fn handle(
                 .await
                 .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
         };
+        // The coordinator as reached on the client's listener.
+        let found = found.and_then(|broker| {
+            let (host, port) = broker
+                .on_listener(listener)
+                .ok_or(ResponseError::CoordinatorNotAvailable)?;
+            Ok((broker.id, host.to_string(), port))
+        });
         coordinators.push(match found {
-            Ok(broker) => Coordinator::default()
+            Ok((id, host, port)) => Coordinator::default()
                 .with_key(key)
-                .with_node_id(BrokerId(broker.id))
-                .with_host(StrBytes::from_string(broker.host))
-                .with_port(broker.port as i32),
+                .with_node_id(BrokerId(id))
+                .with_host(StrBytes::from_string(host))
+                .with_port(port as i32),
             Err(e) => Coordinator::default()
                 .with_key(key)
                 .with_node_id(BrokerId(-1))

@@ -51,6 +51,7 @@ pub async fn handle(
     session: &Session,
     request: MetadataRequest,
     version: i16,
+    listener: &str,
 ) -> MetadataResponse {
     let requested = match request.topics {
         // v0 has no null: an empty list means every topic.
@@ -137,12 +138,17 @@ pub async fn handle(
             cluster
                 .brokers
                 .values()
-                .map(|b| {
-                    MetadataResponseBroker::default()
-                        .with_node_id(BrokerId(b.id))
-                        .with_host(StrBytes::from_string(b.host.clone()))
-                        .with_port(b.port as i32)
-                        .with_rack(b.rack.clone().map(StrBytes::from_string))
+                // Each broker as reached on the client's listener; brokers
+                // without it are left out, as Kafka does.
+                .filter_map(|b| {
+                    let (host, port) = b.on_listener(listener)?;
+                    Some(
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(b.id))
+                            .with_host(StrBytes::from_string(host.to_string()))
+                            .with_port(port as i32)
+                            .with_rack(b.rack.clone().map(StrBytes::from_string)),
+                    )
                 })
                 .collect(),
         )

@@ -118,6 +118,9 @@ pub struct RequestOrigin {
     pub produce_turn: Option<produce::ProduceTurn>,
     /// The connection's mute, set when a quota delays the client.
     pub mute: Arc<crate::quota::ChannelMute>,
+    /// The listener the client connected to: Metadata, FindCoordinator
+    /// and DescribeCluster answer with that listener's endpoints.
+    pub listener: Arc<str>,
 }
 
 /// Answer one request. `Ok(None)` means no response is due (produce with
@@ -188,7 +191,9 @@ async fn answer(
     }
     match body {
         Request::ApiVersions(_) => reply!(api_versions::handle(version)),
-        Request::Metadata(r) => reply!(metadata::handle(ctx, session, *r, version).await),
+        Request::Metadata(r) => {
+            reply!(metadata::handle(ctx, session, *r, version, &origin.listener).await)
+        }
         Request::Produce(r) => {
             let request_bytes = throttling::produce_bytes(&r);
             let outcome = produce::handle(ctx, session, *r, version, origin.produce_turn).await;
@@ -236,7 +241,9 @@ async fn answer(
         Request::AlterConfigs(r) => reply!(configs::alter(ctx, session, *r).await),
         Request::IncrementalAlterConfigs(r) => reply!(configs::incremental_alter(ctx, session, *r).await),
         Request::DeleteRecords(r) => reply!(delete_records::handle(ctx, session, *r).await),
-        Request::FindCoordinator(r) => reply!(find_coordinator::handle(ctx, session, *r, version).await),
+        Request::FindCoordinator(r) => {
+            reply!(find_coordinator::handle(ctx, session, *r, version, &origin.listener).await)
+        }
         Request::JoinGroup(r) => {
             reply!(join_group::handle(ctx, session, *r, version, client_id, origin.peer).await)
         }
@@ -258,7 +265,9 @@ async fn answer(
         Request::ListGroups(r) => reply!(list_groups::handle(ctx, session, *r).await),
         Request::DescribeGroups(r) => reply!(describe_groups::handle(ctx, session, *r).await),
         Request::DeleteGroups(r) => reply!(delete_groups::handle(ctx, session, *r).await),
-        Request::DescribeCluster(r) => reply!(describe_cluster::handle(ctx, session, *r)),
+        Request::DescribeCluster(r) => {
+            reply!(describe_cluster::handle(ctx, session, *r, &origin.listener))
+        }
         Request::DescribeLogDirs(r) => reply!(describe_log_dirs::handle(ctx, session, *r).await),
         Request::InitProducerId(r) => reply!(init_producer_id::handle(ctx, session, *r).await),
         Request::ElectLeaders(r) => reply!(elect_leaders::handle(ctx, session, *r, version).await),

@@ -374,6 +374,11 @@ broker_config! {
         advertised_listeners: Vec<Listener> = vec![default_listener()];
         /// `listener.security.protocol.map`, names upper-cased.
         listener_security_protocol_map: BTreeMap<String, SecurityProtocol> = default_protocol_map();
+        /// `inter.broker.listener.name`, upper-cased.
+        inter_broker_listener_name: Option<String> = None;
+        /// `security.inter.broker.protocol`: names the inter-broker listener
+        /// when `inter.broker.listener.name` is unset.
+        security_inter_broker_protocol: SecurityProtocol = SecurityProtocol::Plaintext;
         /// The JAAS lines (`sasl.jaas.config`,
         /// `listener.name.<l>.<mechanism>.sasl.jaas.config`), by key; never
         /// shown by DescribeConfigs.
@@ -403,6 +408,10 @@ broker_config! {
         "advertised.listeners": List;
         /// Each listener name's security protocol, NAME:PROTOCOL comma-separated.
         "listener.security.protocol.map": List;
+        /// The listener brokers use among themselves (defaults to the one named by security.inter.broker.protocol).
+        "inter.broker.listener.name": String;
+        /// The inter-broker listener's protocol, when inter.broker.listener.name is unset.
+        "security.inter.broker.protocol": String;
         /// Time after which a new segment is rolled.
         "log.roll.ms": Long;
         /// log.roll.ms in hours, when log.roll.ms is unset.

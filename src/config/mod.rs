@@ -328,6 +328,28 @@ impl BrokerConfig {
                 )
             })?;
         }
+        self.inter_broker_listener_name = p
+            .raw("inter.broker.listener.name")
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_ascii_uppercase);
+        if let Some(raw) = p.raw("security.inter.broker.protocol") {
+            if self.inter_broker_listener_name.is_some() {
+                return Err(invalid(
+                    "security.inter.broker.protocol",
+                    raw,
+                    "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+                ));
+            }
+            self.security_inter_broker_protocol =
+                SecurityProtocol::parse(raw.trim()).ok_or_else(|| {
+                    invalid(
+                        "security.inter.broker.protocol",
+                        raw,
+                        "not a security protocol",
+                    )
+                })?;
+        }
         self.sasl_jaas_configs = p
             .values
             .iter()
@@ -412,6 +434,10 @@ impl BrokerConfig {
                     .unwrap_or_else(|| security::DEFAULT_PROTOCOL_MAP.to_string()),
             ),
             "advertised.listeners" => Some(join(&self.advertised_listeners)),
+            "inter.broker.listener.name" => self.inter_broker_listener_name.clone(),
+            "security.inter.broker.protocol" => {
+                Some(self.security_inter_broker_protocol.name().to_string())
+            }
             "log.roll.ms" => Some(self.log_roll_ms.to_string()),
             "log.retention.ms" => Some(self.log_retention_ms.to_string()),
             "log.flush.interval.ms" => Some(self.log_flush_interval_ms.to_string()),
@@ -430,6 +456,21 @@ impl BrokerConfig {
             "log.retention.minutes" => self.set_keys.get(key).cloned(),
             _ => None,
         }
+    }
+
+    /// The name of the listener brokers use among themselves:
+    /// `inter.broker.listener.name`, else the listener named after
+    /// `security.inter.broker.protocol` (`PLAINTEXT`), as in Kafka.
+    pub fn inter_broker_listener_name(&self) -> String {
+        self.inter_broker_listener_name
+            .clone()
+            .unwrap_or_else(|| self.security_inter_broker_protocol.name().to_string())
+    }
+
+    /// The advertised inter-broker listener, if it is one of this broker's.
+    pub fn inter_broker_listener(&self) -> Option<&Listener> {
+        let name = self.inter_broker_listener_name();
+        self.advertised_listeners.iter().find(|l| l.name == name)
     }
 
     fn validate_combinations(&self) -> Result<(), ConfigError> {
@@ -1680,7 +1721,10 @@ mod tests {
                 assert!(
                     matches!(
                         def.name,
-                        "zookeeper.connect" | "broker.rack" | "log.retention.minutes"
+                        "zookeeper.connect"
+                            | "broker.rack"
+                            | "log.retention.minutes"
+                            | "inter.broker.listener.name"
                     ),
                     "{} has no printed value",
                     def.name

@@ -153,7 +153,29 @@ impl SecurityProtocol {
         }
     }
 
-    fn parse(name: &str) -> Option<SecurityProtocol> {
+    /// Kafka's wire id (UpdateMetadata's `security_protocol`).
+    pub fn id(self) -> i16 {
+        match self {
+            SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::Ssl => 1,
+            SecurityProtocol::SaslPlaintext => 2,
+            SecurityProtocol::SaslSsl => 3,
+        }
+    }
+
+    /// The protocol of a wire id.
+    pub fn from_id(id: i16) -> Option<SecurityProtocol> {
+        [
+            SecurityProtocol::Plaintext,
+            SecurityProtocol::Ssl,
+            SecurityProtocol::SaslPlaintext,
+            SecurityProtocol::SaslSsl,
+        ]
+        .into_iter()
+        .find(|p| p.id() == id)
+    }
+
+    pub(crate) fn parse(name: &str) -> Option<SecurityProtocol> {
         [
             SecurityProtocol::Plaintext,
             SecurityProtocol::Ssl,
@@ -298,8 +320,8 @@ impl BrokerConfig {
 
     /// What ferrolog cannot serve yet is refused at start-up: TLS
     /// listeners, SASL mechanisms other than PLAIN, a SASL listener without
-    /// users, and SASL between brokers (the first listener, which brokers
-    /// use among themselves, must be PLAINTEXT in a cluster).
+    /// users, and SASL between brokers (the inter-broker listener must be
+    /// PLAINTEXT in a cluster).
     pub(super) fn validate_listener_security(&self) -> Result<(), ConfigError> {
         for listener in &self.listeners {
             match listener.security_protocol {
@@ -359,16 +381,31 @@ impl BrokerConfig {
                 "0 refuses every client unless max.connections.per.ip.overrides names some",
             ));
         }
-        let inter_broker = self.advertised_listeners.first();
-        if self.zookeeper_connect.is_some()
-            && inter_broker.is_some_and(|l| l.security_protocol != SecurityProtocol::Plaintext)
-        {
-            return Err(invalid(
-                "listeners",
-                &inter_broker.map(Listener::to_string).unwrap_or_default(),
-                "brokers talk to each other over the first listener, and only PLAINTEXT is \
-                 supported between brokers yet",
-            ));
+        // Brokers reach each other on the inter-broker listener (Kafka's
+        // rule: it must be one this broker advertises); SASL and TLS
+        // between brokers are not built, so it must be PLAINTEXT.
+        if self.zookeeper_connect.is_some() {
+            let name = self.inter_broker_listener_name();
+            match self.inter_broker_listener() {
+                None => {
+                    return Err(invalid(
+                        "inter.broker.listener.name",
+                        &name,
+                        "inter.broker.listener.name must be a listener name defined in advertised.listeners",
+                    ))
+                }
+                Some(l) if l.security_protocol != SecurityProtocol::Plaintext => {
+                    return Err(invalid(
+                        "inter.broker.listener.name",
+                        &name,
+                        format!(
+                            "the inter-broker listener {l} is {}; only PLAINTEXT is supported between brokers yet",
+                            l.security_protocol.name()
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
         }
         Ok(())
     }
@@ -468,9 +505,23 @@ mod tests {
             "listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n".into(),
             "JAAS",
         );
+        // In a cluster the inter-broker listener (PLAINTEXT unless named)
+        // must exist and be PLAINTEXT; clients may use SASL beside it.
+        let zk = "zookeeper.connect=127.0.0.1:2181";
         refused(
-            format!("listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\nzookeeper.connect=127.0.0.1:2181\n"),
+            format!("listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\n{zk}\n"),
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners",
+        );
+        let both = format!("listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\n{zk}\n");
+        let (config, _) = parse(&both).expect("SASL for clients, PLAINTEXT between brokers");
+        assert_eq!(config.inter_broker_listener().map(|l| l.port), Some(9092));
+        refused(
+            format!("{both}inter.broker.listener.name=SASL_PLAINTEXT\n"),
             "between brokers",
+        );
+        refused(
+            format!("{both}inter.broker.listener.name=PLAINTEXT\nsecurity.inter.broker.protocol=PLAINTEXT\n"),
+            "Only one of",
         );
         refused(
             "listeners=EXTERNAL://127.0.0.1:9093\n".into(),

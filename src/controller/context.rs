@@ -260,6 +260,7 @@ mod tests {
             host: "127.0.0.1".into(),
             port: 9092 + id as u16,
             rack: None,
+            listeners: Vec::new(),
         }
     }
 

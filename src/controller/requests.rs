@@ -118,11 +118,24 @@ pub fn update_metadata(
         .map(|b| {
             UpdateMetadataBroker::default()
                 .with_id(BrokerId(b.id))
-                .with_endpoints(vec![UpdateMetadataEndpoint::default()
-                    .with_host(StrBytes::from_string(b.host.clone()))
-                    .with_port(b.port as i32)
-                    .with_listener(StrBytes::from_static_str("PLAINTEXT"))
-                    .with_security_protocol(0)])
+                .with_endpoints(if b.listeners.is_empty() {
+                    vec![UpdateMetadataEndpoint::default()
+                        .with_host(StrBytes::from_string(b.host.clone()))
+                        .with_port(b.port as i32)
+                        .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                        .with_security_protocol(0)]
+                } else {
+                    b.listeners
+                        .iter()
+                        .map(|l| {
+                            UpdateMetadataEndpoint::default()
+                                .with_host(StrBytes::from_string(l.host.clone()))
+                                .with_port(l.port as i32)
+                                .with_listener(StrBytes::from_string(l.name.clone()))
+                                .with_security_protocol(l.security_protocol.id())
+                        })
+                        .collect()
+                })
                 .with_rack(b.rack.clone().map(StrBytes::from_string))
         })
         .collect();
@@ -244,6 +257,7 @@ mod tests {
                     host: format!("h{id}"),
                     port: 9000 + id as u16,
                     rack: None,
+                    listeners: Vec::new(),
                 };
                 (id, endpoint)
             })

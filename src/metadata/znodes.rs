@@ -146,6 +146,9 @@ pub struct BrokerInfo {
     pub port: i32,
     /// Advertised listeners as `NAME://host:port`.
     pub endpoints: Vec<String>,
+    /// `listener_security_protocol_map`: each listener's protocol name;
+    /// empty means Kafka's default (listener names are protocol names).
+    pub protocols: BTreeMap<String, String>,
     pub rack: Option<String>,
     /// Registration time, milliseconds since the epoch; -1 when a decoded
     /// registration carried none (Kafka itself never reads it).
@@ -174,17 +177,20 @@ impl BrokerIdZNode {
     /// with `"rack":"r"` before `features` when the broker has a rack: the
     /// fields Kafka 3.9 writes (`ZnodeLayoutTest` compares them with a real
     /// Kafka's).
-    /// The protocol map lists each endpoint whose listener name is a
-    /// security protocol name (Kafka's default map); custom listener names
-    /// need `listener.security.protocol.map`, which this does not know yet.
+    /// The protocol map is `protocols`, else each endpoint whose listener
+    /// name is a security protocol name (Kafka's default map).
     pub fn encode(broker: &BrokerInfo) -> Vec<u8> {
-        let listener_security_protocol_map = broker
-            .endpoints
-            .iter()
-            .filter_map(|endpoint| endpoint.split_once("://").map(|(name, _)| name))
-            .filter(|name| SECURITY_PROTOCOLS.contains(name))
-            .map(|name| (name.to_owned(), name.to_owned()))
-            .collect();
+        let listener_security_protocol_map = if broker.protocols.is_empty() {
+            broker
+                .endpoints
+                .iter()
+                .filter_map(|endpoint| endpoint.split_once("://").map(|(name, _)| name))
+                .filter(|name| SECURITY_PROTOCOLS.contains(name))
+                .map(|name| (name.to_owned(), name.to_owned()))
+                .collect()
+        } else {
+            broker.protocols.clone()
+        };
         to_json(&BrokerJsonOut {
             version: Self::VERSION,
             // Kafka writes null when the broker has no PLAINTEXT endpoint.
@@ -235,9 +241,31 @@ impl BrokerIdZNode {
             host,
             port,
             endpoints,
+            protocols: json.listener_security_protocol_map.unwrap_or_default(),
             rack: json.rack,
             timestamp_ms,
         })
+    }
+}
+
+impl BrokerInfo {
+    /// Each advertised endpoint with its protocol (an endpoint whose
+    /// listener has no known protocol, or that does not parse, is left out).
+    pub fn listener_endpoints(&self) -> Vec<crate::cluster::ListenerEndpoint> {
+        self.endpoints
+            .iter()
+            .filter_map(|endpoint| {
+                let (name, address) = endpoint.split_once("://")?;
+                let (host, port) = address.rsplit_once(':')?;
+                let protocol = self.protocols.get(name).map_or(name, String::as_str);
+                Some(crate::cluster::ListenerEndpoint {
+                    name: name.to_owned(),
+                    security_protocol: crate::config::SecurityProtocol::parse(protocol)?,
+                    host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+                    port: port.parse().ok()?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -277,6 +305,8 @@ struct BrokerJsonIn {
     timestamp: Option<StringOrNumber>,
     #[serde(default)]
     endpoints: Option<Vec<String>>,
+    #[serde(default)]
+    listener_security_protocol_map: Option<BTreeMap<String, String>>,
     #[serde(default)]
     rack: Option<String>,
 }
@@ -1118,6 +1148,7 @@ mod tests {
             host: "h".to_owned(),
             port: 9092,
             endpoints: vec!["PLAINTEXT://h:9092".to_owned()],
+            protocols: BTreeMap::from([("PLAINTEXT".to_owned(), "PLAINTEXT".to_owned())]),
             rack: None,
             timestamp_ms: 1_700_000_000_000,
         };

@@ -160,6 +160,16 @@ impl BrokerProcess {
         );
     }
 
+    /// The address listener `name` is bound to, from the broker's
+    /// "listener NAME (PROTOCOL) bound to ADDRESS" line.
+    pub fn listener_address(&mut self, name: &str) -> String {
+        let line = self.wait_for_line(&format!("listener {name} ("), Duration::from_secs(30));
+        line.rsplit("bound to ")
+            .next()
+            .map(|address| address.trim().to_string())
+            .expect("the line names the address")
+    }
+
     /// Lines logged so far.
     pub fn log_lines(&mut self) -> Vec<String> {
         while let Ok(line) = self.lines.try_recv() {

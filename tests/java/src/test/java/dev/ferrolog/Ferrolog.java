@@ -128,6 +128,17 @@ final class Ferrolog implements AutoCloseable {
         }
     }
 
+    /** The address listener `name` is bound to ("listener NAME (...) bound to ADDRESS"). */
+    String listenerAddress(String name) {
+        synchronized (lastLines) {
+            return lastLines.stream()
+                    .filter(l -> l.contains("listener " + name + " (") && l.contains("bound to "))
+                    .map(l -> l.substring(l.lastIndexOf("bound to ") + "bound to ".length()).trim())
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError("no listener " + name + ": " + recentLog()));
+        }
+    }
+
     /** Whether the broker logged a line containing `needle` (of the last 200). */
     boolean logged(String needle) {
         synchronized (lastLines) {

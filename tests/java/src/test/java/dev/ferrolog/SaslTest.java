@@ -173,4 +173,40 @@ class SaslTest {
             java.nio.file.Files.deleteIfExists(adminConfig);
         }
     }
+
+    /**
+     * Kafka 3.9's kafka-configs --zookeeper writes a SCRAM-SHA-512 user
+     * straight into ZooKeeper (/config/users/erin); a ZooKeeper-mode broker
+     * with a SASL_PLAINTEXT listener beside its PLAINTEXT inter-broker one
+     * logs the Java client in with it, and refuses a wrong password.
+     */
+    @Test
+    void kafkaConfigsThroughZooKeeperCreatesScramUsersAClusterBrokerAccepts() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(KafkaTool.classpath() != null, "no -Dkafka.tools.classpath");
+        try (ZooKeeper zk = ZooKeeper.start();
+                Ferrolog broker = Ferrolog.start("zookeeper.connect=" + zk.connectString(), "broker.id=0",
+                        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                        "sasl.enabled.mechanisms=SCRAM-SHA-512")) {
+            KafkaTool.run(KafkaTool.CONFIGS, null, "--zookeeper", zk.connectString(), "--alter", "--add-config",
+                    "SCRAM-SHA-512=[iterations=4096,password=erin-secret]", "--entity-type", "users",
+                    "--entity-name", "erin").ok();
+            String sasl = broker.listenerAddress("SASL_PLAINTEXT");
+            Map<String, Object> erin = new HashMap<>(sasl("erin", "erin-secret"));
+            erin.put("sasl.mechanism", "SCRAM-SHA-512");
+            erin.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    + "username=\"erin\" password=\"erin-secret\";");
+            try (KafkaProducer<String, String> producer = Clients.producer(sasl, erin)) {
+                assertEquals(0, producer.send(new ProducerRecord<>("zk-scram", "k", "v")).get().offset());
+            }
+            Map<String, Object> wrong = new HashMap<>(erin);
+            wrong.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                    + "username=\"erin\" password=\"guess\";");
+            wrong.put("max.block.ms", 20000);
+            try (KafkaProducer<String, String> producer = Clients.producer(sasl, wrong)) {
+                ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                        () -> producer.send(new ProducerRecord<>("zk-scram", "k", "v")).get());
+                assertTrue(failed.getCause() instanceof SaslAuthenticationException, failed.toString());
+            }
+        }
+    }
 }
