@@ -1,6 +1,8 @@
-//! The acceptor: owns the listening socket, enforces `max.connections` and
-//! `max.connections.per.ip` (with its overrides; a connection over a limit
-//! is closed at once with a log line, the others are untouched), and
+//! The acceptor: owns one listener's socket, enforces `max.connections`
+//! and `max.connections.per.ip` (with its overrides) over every listener,
+//! and `max.connection.creation.rate` and the addresses'
+//! `connection_creation_rate` quotas (a connection over a limit is closed
+//! at once with a log line and counted, the others are untouched), and
 //! starts one `Connection` actor per client, spread round robin over the
 //! network arbiters (`num.network.threads` threads).
 //!
@@ -19,7 +21,7 @@ use tokio::net::TcpListener;
 use super::connection::Connection;
 use super::supervisor::{supervise, BrokerFatal, ChildSpec, Escalation, SupervisorLink};
 use crate::broker_context::BrokerContext;
-use crate::net::connection_quotas::{ConnectionQuotas, ConnectionSlot};
+use crate::net::connection_quotas::{ConnectionQuotas, ConnectionSlot, CreationLimits};
 use crate::security::ListenerSecurity;
 
 pub struct Acceptor {
@@ -40,6 +42,7 @@ impl Acceptor {
         security: Arc<ListenerSecurity>,
         ctx: Arc<BrokerContext>,
         arbiters: Vec<ArbiterHandle>,
+        open_connections: Arc<ConnectionQuotas>,
         fatal: BrokerFatal,
     ) -> Addr<Acceptor> {
         let link = SupervisorLink::default();
@@ -48,7 +51,7 @@ impl Acceptor {
             security,
             ctx,
             arbiters,
-            open_connections: Arc::default(),
+            open_connections,
             link: link.clone(),
         };
         supervise(
@@ -97,10 +100,23 @@ impl Actor for Acceptor {
                 let for_ip = limits
                     .max_connections_per_ip_overrides
                     .limit_for(peer.ip(), limits.max_connections_per_ip);
-                let slot = match open.try_open(peer.ip(), limits.max_connections.max(1), for_ip) {
+                let quotas = &broker.client_quotas.manager;
+                let creation = CreationLimits {
+                    broker_rate: limits.max_connection_creation_rate as f64,
+                    ip_rate: quotas.ip_connection_rate(peer.ip()),
+                    windows: quotas.rate_config(),
+                };
+                let now_ms = broker.clock.now_ms().max(0) as u64;
+                let admitted = open
+                    .try_create(peer.ip(), now_ms, creation)
+                    .and_then(|()| open.try_open(peer.ip(), limits.max_connections.max(1), for_ip));
+                let slot = match admitted {
                     Ok(slot) => slot,
                     Err(refusal) => {
-                        log::warn!("closing the new connection from {peer}: {refusal}");
+                        let refused = open.note_refused();
+                        log::warn!(
+                            "closing the new connection from {peer}: {refusal} ({refused} closed for a limit since start)"
+                        );
                         continue;
                     }
                 };

@@ -412,6 +412,9 @@ impl BrokerBuilder {
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())
             .collect();
+        // One count for every listener: max.connections is broker-wide.
+        let connection_quotas =
+            Arc::new(crate::net::connection_quotas::ConnectionQuotas::default());
         let mut acceptors = Vec::new();
         let mut listening = Vec::new();
         for (listener, socket, bound, security) in bound_listeners {
@@ -426,6 +429,7 @@ impl BrokerBuilder {
                 security,
                 context.clone(),
                 network.iter().map(|a| a.handle()).collect(),
+                connection_quotas.clone(),
                 fatal.clone(),
             ));
         }

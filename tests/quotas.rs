@@ -543,3 +543,88 @@ fn a_consumer_over_its_quota_is_throttled_and_reads_everything_once() {
         "1 MB under 200 kB/s took {elapsed:?}"
     );
 }
+
+/// KIP-612's creation rates: the `connection_creation_rate` quota of one
+/// address (set with AlterClientQuotas on an `ip` entity) closes that
+/// address's connections past the rate at once, with a log line, while
+/// another address connects freely; `max.connection.creation.rate` does
+/// the same broker-wide.
+#[test]
+fn connections_past_a_creation_rate_are_closed_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = BrokerProcess::start(
+        dir.path(),
+        &["quota.window.num=2", "quota.window.size.seconds=1"],
+    );
+    let b = broker.bootstrap.clone();
+    let limited: std::net::IpAddr = "127.0.0.2".parse().expect("ip");
+    assert_eq!(
+        alter(
+            &b,
+            &[("ip", Some("127.0.0.2"))],
+            &[("connection_creation_rate", Some(2.0))],
+            false
+        ),
+        (0, None)
+    );
+    // The quota reaches the acceptor through the change notification.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut answered = 0;
+    loop {
+        let mut refused = 0;
+        for _ in 0..10 {
+            let served = RawConnection::open_from(&b, limited)
+                .is_some_and(|mut connection| connection.api_versions_answered());
+            if served {
+                answered += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        if refused > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "127.0.0.2 was never limited");
+        std::thread::sleep(Duration::from_millis(1100));
+    }
+    assert!(answered > 0, "the first connections were admitted");
+    broker.wait_for_line(
+        "connection_creation_rate (2/s) of this address reached",
+        TIMEOUT,
+    );
+    // 127.0.0.1 has no quota: every connection is served.
+    for _ in 0..10 {
+        assert!(RawConnection::open(&b).api_versions_answered());
+    }
+    // Broker-wide, set dynamically: a burst past it is closed at once.
+    let dynamic: kafka_protocol::messages::IncrementalAlterConfigsResponse = raw_request(
+        &b,
+        ApiKey::IncrementalAlterConfigs,
+        1,
+        &kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+            kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(text("0"))
+                .with_configs(vec![
+                    kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(text("max.connection.creation.rate"))
+                        .with_config_operation(0)
+                        .with_value(Some(text("3"))),
+                ]),
+        ]),
+        TIMEOUT,
+    );
+    assert_eq!(
+        dynamic.responses[0].error_code, 0,
+        "{:?}",
+        dynamic.responses[0].error_message
+    );
+    let outcomes: Vec<bool> = (0..20)
+        .map(|_| RawConnection::open(&b).api_versions_answered())
+        .collect();
+    assert!(
+        outcomes.iter().any(|ok| !ok),
+        "a burst of 20 past 3/s: {outcomes:?}"
+    );
+    broker.wait_for_line("max.connection.creation.rate (3/s) reached", TIMEOUT);
+}

@@ -870,16 +870,6 @@ fn end_offset_as(connection: &mut RawConnection, topic: &str) -> i64 {
 // ---------------------------------------------------------------------
 // Connection limits.
 
-fn api_versions_answered(connection: &mut RawConnection) -> bool {
-    connection
-        .request::<_, kafka_protocol::messages::ApiVersionsResponse>(
-            ApiKey::ApiVersions,
-            3,
-            &kafka_protocol::messages::ApiVersionsRequest::default(),
-        )
-        .is_some()
-}
-
 /// `max.connections.per.ip`: past it a new connection from the address is
 /// closed at once while the open ones keep being served quickly, even
 /// through a flood of refused connections; a closed connection frees its
@@ -893,11 +883,11 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
     let bootstrap = broker.bootstrap.clone();
     let mut open: Vec<RawConnection> = (0..3).map(|_| RawConnection::open(&bootstrap)).collect();
     for connection in &mut open {
-        assert!(api_versions_answered(connection));
+        assert!(connection.api_versions_answered());
     }
     let mut refused = RawConnection::open(&bootstrap);
     assert!(
-        !api_versions_answered(&mut refused),
+        !refused.api_versions_answered(),
         "a 4th connection from 127.0.0.1 is closed"
     );
     broker.wait_for_line("max.connections.per.ip (3) reached", Duration::from_secs(5));
@@ -907,7 +897,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
         let _ = std::net::TcpStream::connect(&bootstrap);
         if round % 10 == 0 {
             let started = Instant::now();
-            assert!(api_versions_answered(&mut open[round / 10 % 3]));
+            assert!(open[round / 10 % 3].api_versions_answered());
             slowest = slowest.max(started.elapsed());
         }
     }
@@ -920,7 +910,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut again = RawConnection::open(&bootstrap);
-        if api_versions_answered(&mut again) {
+        if again.api_versions_answered() {
             open.push(again);
             break;
         }
@@ -958,7 +948,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while open.len() < 5 {
         let mut more = RawConnection::open(&bootstrap);
-        if api_versions_answered(&mut more) {
+        if more.api_versions_answered() {
             open.push(more);
         } else {
             assert!(
@@ -971,11 +961,11 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_others_served() {
     }
     let mut sixth = RawConnection::open(&bootstrap);
     assert!(
-        !api_versions_answered(&mut sixth),
+        !sixth.api_versions_answered(),
         "the override's 5 is a limit too"
     );
     for connection in &mut open {
-        assert!(api_versions_answered(connection));
+        assert!(connection.api_versions_answered());
     }
 }
 

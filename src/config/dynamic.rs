@@ -54,6 +54,7 @@ pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
     "log.roll.hours",
     "log.roll.ms",
     "log.segment.bytes",
+    "max.connection.creation.rate",
     "max.connections",
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",

@@ -453,6 +453,8 @@ broker_config! {
         "max.connections.per.ip" => max_connections_per_ip: usize = 2_147_483_647, Int(0);
         /// Per-address exceptions to max.connections.per.ip, address:count comma-separated.
         "max.connections.per.ip.overrides" => max_connections_per_ip_overrides: ConnectionOverrides = ConnectionOverrides::default(), Str;
+        /// New connections accepted per second, broker-wide; more are closed at once.
+        "max.connection.creation.rate" => max_connection_creation_rate: u64 = 2_147_483_647, Int(0);
         /// Samples kept to measure a client's rate against its quota.
         "quota.window.num" => quota_window_num: usize = 11, Int(1);
         /// Seconds one quota sample spans.

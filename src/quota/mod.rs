@@ -224,6 +224,27 @@ impl ClientQuotaManager {
         Some(bound * windows * self.rate.window_ms as f64 / 1000.0)
     }
 
+    /// The `connection_creation_rate` quota of `ip`: its own, else the
+    /// default address's.
+    pub fn ip_connection_rate(&self, ip: std::net::IpAddr) -> Option<f64> {
+        let entities = match self.entities.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let rate = |entity: QuotaEntity| {
+            entities
+                .get(&entity)
+                .and_then(|values| values.get("connection_creation_rate").copied())
+        };
+        rate(QuotaEntity::Ip(EntityName::Named(ip.to_canonical().to_string())))
+            .or_else(|| rate(QuotaEntity::Ip(EntityName::Default)))
+    }
+
+    /// The sampling windows.
+    pub fn rate_config(&self) -> RateConfig {
+        self.rate
+    }
+
     /// Takes back a recorded value (a fetch answered empty because the
     /// client is throttled, as Kafka unrecords it).
     pub fn unrecord(&self, user: &str, client_id: &str, quota_type: QuotaType, value: f64, now_ms: u64) {

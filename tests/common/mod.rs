@@ -453,6 +453,42 @@ impl RawConnection {
         })
     }
 
+    /// Connects from `source` (another loopback address, 127.0.0.2), so a
+    /// test can be a second client address.
+    pub fn open_from(bootstrap: &str, source: std::net::IpAddr) -> Option<RawConnection> {
+        let target: std::net::SocketAddr = bootstrap.parse().ok()?;
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(target),
+            socket2::Type::STREAM,
+            None,
+        )
+        .ok()?;
+        socket
+            .bind(&std::net::SocketAddr::new(source, 0).into())
+            .ok()?;
+        socket.connect(&target.into()).ok()?;
+        let stream: std::net::TcpStream = socket.into();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .ok()?;
+        Some(RawConnection {
+            stream,
+            correlation_id: 0,
+            client_id: "ferrolog-test".to_string(),
+        })
+    }
+
+    /// Whether the broker answers ApiVersions on this connection (a
+    /// connection closed for a limit does not).
+    pub fn api_versions_answered(&mut self) -> bool {
+        self.request::<_, kafka_protocol::messages::ApiVersionsResponse>(
+            kafka_protocol::messages::ApiKey::ApiVersions,
+            3,
+            &kafka_protocol::messages::ApiVersionsRequest::default(),
+        )
+        .is_some()
+    }
+
     /// Sends `body` as one length-prefixed frame.
     pub fn send_bytes(&mut self, body: &[u8]) {
         use std::io::Write;
