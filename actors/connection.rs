@@ -5,6 +5,11 @@
 //! its responses is disconnected after `connections.max.idle.ms`. At most `MAX_IN_FLIGHT` requests per
 //! connection are outstanding; past that it stops reading (backpressure).
 //!
+//! On an SSL or SASL_SSL listener the TLS handshake comes first (a failed
+//! or unfinished one closes the connection with a log line); the client's
+//! certificate, when it sent one, names its principal (`security::tls`).
+//! Responses are written with `sendfile(2)`, or copied through TLS.
+//!
 //! On a SASL listener it runs the exchange first (`security::sasl`): only
 //! ApiVersions, SaslHandshake and SaslAuthenticate (or, after a v0
 //! handshake, one bare token) are taken until the client authenticated;
@@ -21,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -29,7 +35,7 @@ use crate::api::produce::ProduceOrder;
 use crate::api::{self, RequestOrigin};
 use crate::broker_context::BrokerContext;
 use crate::net::connection_quotas::ConnectionSlot;
-use crate::net::{read_request_frame, write_frame, FrameError};
+use crate::net::{read_request_frame, write_frame, FrameError, ResponseWriter};
 use crate::protocol::{self, ProtocolError, Request, ResponseFrame};
 use crate::quota::ChannelMute;
 use crate::security::sasl::{SaslExchange, SaslStep};
@@ -77,21 +83,63 @@ impl Actor for Connection {
             ctx.stop();
             return;
         };
-        let (read_half, write_half) = stream.into_split();
-        let (queue, pending) = mpsc::channel::<PendingResponse>(MAX_IN_FLIGHT);
         let peer = self.peer;
         let broker = self.ctx.clone();
-        let max_frame = broker.config.socket_request_max_bytes as usize;
         let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
         let security = self.security.clone();
-        let reader = read_requests(read_half, queue, broker, security, peer, max_frame, idle);
-        let writer = write_responses(write_half, pending, peer, idle);
-        let both = async move {
-            // The writer ends when the reader drops the queue and every
-            // response is out, or on a write error.
-            let _ = tokio::join!(reader, writer);
+        let serve = async move {
+            let Some(tls) = security.tls.clone() else {
+                let (read_half, write_half) = stream.into_split();
+                let session = Session::anonymous(peer.ip());
+                let writer = ResponseWriter::Plain(write_half);
+                serve(read_half, writer, broker, security, peer, session).await;
+                return;
+            };
+            let Some(acceptor) = tls.acceptor() else {
+                log::error!("closing connection from {peer}: the listener's TLS is unavailable");
+                return;
+            };
+            // A client that never finishes its handshake is idle.
+            let stream = match tokio::time::timeout(idle, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    log::warn!(
+                        "closing connection from {peer} on {}: TLS handshake failed: {e}",
+                        security.listener
+                    );
+                    return;
+                }
+                Err(_) => {
+                    log::warn!(
+                        "closing connection from {peer} on {}: no TLS handshake within {} ms",
+                        security.listener,
+                        idle.as_millis()
+                    );
+                    return;
+                }
+            };
+            let certificates = stream.get_ref().1.peer_certificates();
+            let principal = match tls.principal(certificates) {
+                Ok(principal) => {
+                    if certificates.is_some() {
+                        log::debug!("{peer} presented a certificate for {principal}");
+                    }
+                    principal
+                }
+                Err(why) => {
+                    log::warn!("closing connection from {peer}: {why}");
+                    return;
+                }
+            };
+            let session = Session {
+                principal,
+                host: peer.ip().to_canonical().to_string(),
+            };
+            let (read_half, write_half) = tokio::io::split(stream);
+            let writer = ResponseWriter::Tls(write_half);
+            serve(read_half, writer, broker, security, peer, session).await;
         };
-        ctx.wait(both.into_actor(self).map(|(), _actor, ctx| ctx.stop()));
+        ctx.wait(serve.into_actor(self).map(|(), _actor, ctx| ctx.stop()));
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
@@ -99,20 +147,48 @@ impl Actor for Connection {
     }
 }
 
-async fn read_requests(
-    mut reader: tokio::net::tcp::OwnedReadHalf,
-    queue: mpsc::Sender<PendingResponse>,
+/// Reads requests and writes their responses until either side ends.
+async fn serve<R: AsyncRead + Unpin>(
+    reader: R,
+    writer: ResponseWriter,
     broker: Arc<BrokerContext>,
     security: Arc<ListenerSecurity>,
     peer: SocketAddr,
+    session: Session,
+) {
+    let (queue, pending) = mpsc::channel::<PendingResponse>(MAX_IN_FLIGHT);
+    let max_frame = broker.config.socket_request_max_bytes as usize;
+    let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
+    let reader = read_requests(
+        reader,
+        queue,
+        broker,
+        security,
+        (peer, session),
+        max_frame,
+        idle,
+    );
+    let writer = write_responses(writer, pending, peer, idle);
+    // The writer ends when the reader drops the queue and every response
+    // is out, or on a write error.
+    let _ = tokio::join!(reader, writer);
+}
+
+async fn read_requests<R: AsyncRead + Unpin>(
+    mut reader: R,
+    queue: mpsc::Sender<PendingResponse>,
+    broker: Arc<BrokerContext>,
+    security: Arc<ListenerSecurity>,
+    (peer, session): (SocketAddr, Session),
     max_frame: usize,
     idle: Duration,
 ) {
     let produce_order = ProduceOrder::default();
     let mute = Arc::new(ChannelMute::default());
     let listener: Arc<str> = Arc::from(security.listener.as_str());
-    // PLAINTEXT: every request is User:ANONYMOUS's; SASL replaces it.
-    let mut session = Arc::new(Session::anonymous(peer.ip()));
+    // User:ANONYMOUS on PLAINTEXT, the certificate's on SSL; SASL
+    // replaces it.
+    let mut session = Arc::new(session);
     let mut gate = security.protocol.is_sasl().then_some(SaslGate {
         exchange: SaslExchange::AwaitingHandshake,
         bare_token: false,
@@ -202,7 +278,7 @@ async fn read_requests(
 }
 
 async fn write_responses(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut writer: ResponseWriter,
     mut pending: mpsc::Receiver<PendingResponse>,
     peer: SocketAddr,
     stall_limit: Duration,

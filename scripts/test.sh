@@ -25,6 +25,8 @@ command -v javac >/dev/null || apt_missing+=(default-jdk-headless)
 command -v mvn >/dev/null || apt_missing+=(maven)
 # Network namespaces, veth pairs and tc for the network-partition tests.
 { command -v ip >/dev/null && command -v tc >/dev/null; } || apt_missing+=(iproute2)
+# The TLS tests make their CA and certificates with openssl (and keytool).
+command -v openssl >/dev/null || apt_missing+=(openssl)
 command -v node >/dev/null || apt_missing+=(nodejs)
 command -v npm >/dev/null || apt_missing+=(npm)
 if [ ${#apt_missing[@]} -gt 0 ]; then
@@ -43,10 +45,10 @@ fi
 if [ ! -d tests/node/node_modules/kafkajs ]; then
   echo "== installing KafkaJS"
   # Retried: a registry hiccup once failed a fresh machine's first install.
-  for attempt in 1 2 3; do
+  for attempt in 1 2 3 4 5; do
     npm install --prefix tests/node --no-audit --no-fund --silent && break
-    [ "$attempt" = 3 ] && exit 1
-    sleep 10
+    [ "$attempt" = 5 ] && exit 1
+    sleep $((attempt * 10))
   done
 fi
 if ! command -v cargo >/dev/null; then

@@ -234,6 +234,9 @@ impl BrokerBuilder {
         let scram_credentials = Arc::new(crate::security::credentials::UserScramCredentials::new(
             store.clone(),
         ));
+        for (key, why) in config.ignored_ssl_keys() {
+            log::warn!("{key} is set but ignored: {why}");
+        }
         // Every listener is bound, each with its own acceptor and security.
         let mut bound_listeners = Vec::new();
         for listener in &config.listeners {
@@ -242,7 +245,7 @@ impl BrokerBuilder {
                 ..crate::security::ListenerSecurity::of(&config, listener)
                     .map_err(|e| BrokerError::config(e.to_string()))?
             });
-            if listener.security_protocol.is_sasl()
+            if listener.security_protocol == crate::config::SecurityProtocol::SaslPlaintext
                 && security.mechanisms.iter().any(|m| m == "PLAIN")
             {
                 log::warn!(
@@ -264,6 +267,15 @@ impl BrokerBuilder {
         // Dynamic broker configs (KIP-226) layer over the file; the
         // controller loads them from the store before it takes up a topic.
         let dynamic = crate::config::dynamic::DynamicBrokerConfig::new(config.clone());
+        // TLS listeners reload their stores when their ssl.* keys change.
+        for (listener, _, _, security) in &bound_listeners {
+            if let Some(tls) = &security.tls {
+                dynamic.add_reconfigurable(Arc::new(crate::security::tls::ListenerTls {
+                    listener: listener.clone(),
+                    tls: tls.clone(),
+                }));
+            }
+        }
         let partitions = PartitionRegistry::default();
         let events = EventBus::new();
         let (pool, pool_threads) = ActorPool::start(config.num_io_threads.clamp(1, 64));

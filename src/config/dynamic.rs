@@ -64,9 +64,29 @@ pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
     "unclean.leader.election.enable",
 ];
 
+/// The TLS keys a listener reloads without a restart (Kafka's
+/// `SslConfigs.RECONFIGURABLE_CONFIGS`), broker-wide or for one listener
+/// (`listener.name.<l>.ssl.keystore.location`), sorted.
+pub const DYNAMIC_SSL_KEYS: &[&str] = &[
+    "ssl.key.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.truststore.certificates",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+];
+
 /// Whether `key` can change without a restart.
 pub fn is_dynamic(key: &str) -> bool {
-    DYNAMIC_BROKER_KEYS.binary_search(&key).is_ok()
+    let ssl = key
+        .strip_prefix("listener.name.")
+        .and_then(|rest| rest.split_once('.'))
+        .map_or(key, |(_, ssl)| ssl);
+    DYNAMIC_BROKER_KEYS.binary_search(&key).is_ok() || DYNAMIC_SSL_KEYS.binary_search(&ssl).is_ok()
 }
 
 /// Why a dynamic change was refused; Kafka answers INVALID_REQUEST for
@@ -79,6 +99,9 @@ pub enum DynamicConfigError {
     /// A value the key's rule refuses.
     #[error("{0}")]
     Invalid(#[from] ConfigError),
+    /// What the config builds refuses it (a keystore that does not load).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl DynamicConfigError {
@@ -118,6 +141,18 @@ struct State {
     static_config: BrokerConfig,
     layers: DynamicLayers,
     current: Arc<BrokerConfig>,
+    /// Told of every new config (Kafka's `Reconfigurable`s).
+    reconfigurables: Vec<Arc<dyn Reconfigurable>>,
+}
+
+/// Something built from the config that must be rebuilt when it changes
+/// (Kafka's `Reconfigurable`: a TLS listener's keystore). `validate`
+/// refuses a change before it is stored; `reconfigure` takes it.
+pub trait Reconfigurable: Send + Sync {
+    /// Why `config` cannot be taken, if it cannot.
+    fn validate(&self, config: &BrokerConfig) -> Result<(), String>;
+    /// Take `config` (a failure is logged and keeps what is in service).
+    fn reconfigure(&self, config: &BrokerConfig);
 }
 
 /// This broker's config as it is now: `server.properties` with the dynamic
@@ -145,6 +180,7 @@ impl DynamicBrokerConfig {
                 static_config,
                 layers: DynamicLayers::default(),
                 current,
+                reconfigurables: Vec::new(),
             })),
         }
     }
@@ -167,7 +203,21 @@ impl DynamicBrokerConfig {
     /// What `layers` would make of this broker's config, without taking
     /// them (validation).
     pub fn try_layers(&self, layers: &DynamicLayers) -> Result<BrokerConfig, DynamicConfigError> {
-        self.read(|s| layers.apply(&s.static_config))
+        let (next, reconfigurables) =
+            self.read(|s| (layers.apply(&s.static_config), s.reconfigurables.clone()));
+        let next = next?;
+        for reconfigurable in reconfigurables {
+            reconfigurable
+                .validate(&next)
+                .map_err(DynamicConfigError::Refused)?;
+        }
+        Ok(next)
+    }
+
+    /// Tells `reconfigurable` of every config taken from now on.
+    pub fn add_reconfigurable(&self, reconfigurable: Arc<dyn Reconfigurable>) {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        state.reconfigurables.push(reconfigurable);
     }
 
     /// Takes `layers` as the dynamic configs in force. Answers whether the
@@ -180,6 +230,11 @@ impl DynamicBrokerConfig {
         let log_defaults_changed = next.log_config() != state.current.log_config();
         state.layers = layers;
         state.current = Arc::new(next);
+        let (current, reconfigurables) = (state.current.clone(), state.reconfigurables.clone());
+        drop(state);
+        for reconfigurable in reconfigurables {
+            reconfigurable.reconfigure(&current);
+        }
         Ok(log_defaults_changed)
     }
 

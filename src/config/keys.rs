@@ -383,6 +383,9 @@ broker_config! {
         /// `listener.name.<l>.<mechanism>.sasl.jaas.config`), by key; never
         /// shown by DescribeConfigs.
         sasl_jaas_configs: BTreeMap<String, String> = BTreeMap::new();
+        /// The `ssl.*` lines and listeners' overrides of them
+        /// (`config::ssl`), by key; never shown by DescribeConfigs.
+        ssl_configs: BTreeMap<String, String> = BTreeMap::new();
         /// `log.roll.ms`, else `log.roll.hours`.
         log_roll_ms: i64 = LogConfig::default().segment_ms;
         /// `log.retention.ms`, else `.minutes`, else `.hours`; -1 keeps

@@ -20,6 +20,7 @@ use java_properties::{LineContent, PropertiesIter};
 mod keys;
 mod replica_selector;
 mod security;
+mod ssl;
 
 crate::internal_modules! {
     mod dynamic;
@@ -34,6 +35,8 @@ crate::internal_use!(replica_selector::ReplicaSelector);
 pub use security::{
     AuthorizerClass, ConnectionOverrides, SaslMechanisms, SecurityProtocol, SuperUsers,
 };
+pub use ssl::{ClientAuth, Password, SslConfig, StoreType};
+crate::internal_use!(ssl::{is_ssl_key, SSL_KEYS});
 crate::internal_use!(crate::storage::config::{CleanupPolicy, CompressionType});
 use crate::storage::config::{LogConfig, TimestampType};
 
@@ -140,7 +143,10 @@ impl BrokerConfig {
         let mut set_on_line: HashMap<String, usize> = HashMap::new();
 
         for entry in parse_properties(text)? {
-            if broker_key(&entry.key).is_none() && !security::is_jaas_key(&entry.key) {
+            if broker_key(&entry.key).is_none()
+                && !security::is_jaas_key(&entry.key)
+                && !ssl::is_ssl_key(&entry.key)
+            {
                 warnings.push(ConfigWarning {
                     key: entry.key,
                     message: format!("line {}: unknown or unsupported key, ignored", entry.line),
@@ -163,7 +169,7 @@ impl BrokerConfig {
 
         for arg in overrides {
             let (key, value) = split_override(arg)?;
-            if broker_key(key).is_some() || security::is_jaas_key(key) {
+            if broker_key(key).is_some() || security::is_jaas_key(key) || ssl::is_ssl_key(key) {
                 values.insert(key.to_string(), value.to_string());
             } else {
                 warnings.push(ConfigWarning {
@@ -356,6 +362,7 @@ impl BrokerConfig {
             .filter(|(key, _)| security::is_jaas_key(key))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
+        self.ssl_configs = ssl::ssl_lines(p.values.iter());
 
         // Every alias is parsed even when shadowed, as Kafka does, so a typo
         // in an unused line still fails loudly instead of lurking.
@@ -1395,10 +1402,10 @@ mod tests {
     /// Unknown and repeated keys warn but do not fail.
     #[test]
     fn unknown_and_duplicate_keys_warn() {
-        let (config, warnings) = parse("ssl.keystore.location=/k\nbroker.id=1\nbroker.id=2");
+        let (config, warnings) = parse("ssl.keystore.nonsense=/k\nbroker.id=1\nbroker.id=2");
         assert_eq!(config.broker_id, 2);
         assert_eq!(warnings.len(), 2);
-        assert_eq!(warnings[0].key, "ssl.keystore.location");
+        assert_eq!(warnings[0].key, "ssl.keystore.nonsense");
         assert!(warnings[0].message.contains("line 1"));
         assert_eq!(warnings[1].key, "broker.id");
         assert!(warnings[1].message.contains("line 2"));
@@ -1454,10 +1461,47 @@ mod tests {
     /// Unsupported protocols, bad ports, duplicates and wildcard advertised hosts are rejected.
     #[test]
     fn listeners_rejected() {
+        // A TLS listener needs a keystore ferrolog can read.
         assert_invalid(
             parse_err("listeners=SSL://:9093"),
-            "listeners",
-            "not supported yet",
+            "ssl.keystore.type",
+            "JKS is Java's own format",
+        );
+        assert_invalid(
+            parse_err("listeners=SSL://:9093\nssl.keystore.type=PEM"),
+            "listener.name.ssl.ssl.keystore.location",
+            "has no keystore",
+        );
+        assert_invalid(
+            parse_err(
+                "listeners=SSL://:9093\nssl.keystore.type=PKCS12\nssl.keystore.location=/k.p12",
+            ),
+            "listener.name.ssl.ssl.keystore.password",
+            "needs ssl.keystore.password",
+        );
+        assert_invalid(
+            parse_err(
+                "listeners=SSL://:9093\nssl.keystore.type=PEM\nssl.keystore.location=/k.pem\n\
+                 ssl.principal.mapping.rules=RULE:broken",
+            ),
+            "listener.name.ssl.ssl.principal.mapping.rules",
+            "Invalid rule",
+        );
+        assert_invalid(
+            parse_err(
+                "listeners=SSL://:9093\nssl.keystore.type=PEM\nssl.keystore.location=/k.pem\n\
+                 ssl.keystore.key=x\nssl.keystore.certificate.chain=y",
+            ),
+            "listener.name.ssl.ssl.keystore.location",
+            "not both",
+        );
+        assert_invalid(
+            parse_err(
+                "listeners=SSL://:9093\nssl.keystore.type=PEM\nssl.keystore.location=/k.pem\n\
+                 ssl.client.auth=required",
+            ),
+            "listener.name.ssl.ssl.client.auth",
+            "needs a truststore",
         );
         assert_invalid(
             parse_err("listeners=PLAINTEXT://h:99999"),

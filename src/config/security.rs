@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::ssl::{ClientAuth, StoreType};
 use super::{invalid, BrokerConfig, ConfigError, Listener};
 use crate::security::sasl::{parse_jaas, PlainUsers, PLAIN_LOGIN_MODULE, SUPPORTED_MECHANISMS};
 
@@ -318,58 +319,50 @@ impl BrokerConfig {
         Ok(PlainUsers::from_jaas(&entry))
     }
 
-    /// What ferrolog cannot serve yet is refused at start-up: TLS
-    /// listeners, SASL mechanisms other than PLAIN, a SASL listener without
-    /// users, and SASL between brokers (the inter-broker listener must be
-    /// PLAINTEXT in a cluster).
+    /// What ferrolog cannot serve is refused at start-up: SASL mechanisms
+    /// it does not run, a SASL listener without users, a TLS listener
+    /// whose keystore cannot be described (the files themselves are read
+    /// by `security::tls`), and SASL or TLS between brokers (the
+    /// inter-broker listener must be PLAINTEXT in a cluster).
     pub(super) fn validate_listener_security(&self) -> Result<(), ConfigError> {
         for listener in &self.listeners {
-            match listener.security_protocol {
-                SecurityProtocol::Plaintext => {}
-                SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
+            let protocol = listener.security_protocol;
+            if matches!(protocol, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl) {
+                self.validate_ssl(listener)?;
+            }
+            if protocol.is_sasl() {
+                if let Some(unsupported) = self
+                    .sasl_enabled_mechanisms
+                    .0
+                    .iter()
+                    .find(|m| !SUPPORTED_MECHANISMS.contains(&m.as_str()))
+                {
                     return Err(invalid(
-                        "listeners",
-                        &listener.to_string(),
+                        "sasl.enabled.mechanisms",
+                        &self.sasl_enabled_mechanisms.text(),
                         format!(
-                            "{} listeners (TLS) are not supported yet",
-                            listener.security_protocol.name()
+                            "SASL mechanism {unsupported} is not supported; ferrolog runs {}",
+                            SUPPORTED_MECHANISMS.join(", ")
                         ),
-                    ))
+                    ));
                 }
-                SecurityProtocol::SaslPlaintext => {
-                    if let Some(unsupported) = self
-                        .sasl_enabled_mechanisms
-                        .0
-                        .iter()
-                        .find(|m| !SUPPORTED_MECHANISMS.contains(&m.as_str()))
-                    {
-                        return Err(invalid(
-                            "sasl.enabled.mechanisms",
-                            &self.sasl_enabled_mechanisms.text(),
-                            format!(
-                                "SASL mechanism {unsupported} is not supported; ferrolog runs {}",
-                                SUPPORTED_MECHANISMS.join(", ")
-                            ),
-                        ));
-                    }
-                    if self.sasl_enabled_mechanisms.0.is_empty() {
-                        return Err(invalid(
-                            "sasl.enabled.mechanisms",
-                            "",
-                            format!(
-                                "listener {} is SASL but no mechanism is enabled",
-                                listener.name
-                            ),
-                        ));
-                    }
-                    let plain = self.sasl_enabled_mechanisms.0.iter().any(|m| m == "PLAIN");
-                    if plain && self.plain_users(listener)?.is_empty() {
-                        return Err(invalid(
-                            &jaas_key(&listener.name, "PLAIN"),
-                            "(hidden)",
-                            "the JAAS line names no user_<name>",
-                        ));
-                    }
+                if self.sasl_enabled_mechanisms.0.is_empty() {
+                    return Err(invalid(
+                        "sasl.enabled.mechanisms",
+                        "",
+                        format!(
+                            "listener {} is SASL but no mechanism is enabled",
+                            listener.name
+                        ),
+                    ));
+                }
+                let plain = self.sasl_enabled_mechanisms.0.iter().any(|m| m == "PLAIN");
+                if plain && self.plain_users(listener)?.is_empty() {
+                    return Err(invalid(
+                        &jaas_key(&listener.name, "PLAIN"),
+                        "(hidden)",
+                        "the JAAS line names no user_<name>",
+                    ));
                 }
             }
         }
@@ -407,6 +400,126 @@ impl BrokerConfig {
                 Some(_) => {}
             }
         }
+        Ok(())
+    }
+
+    /// Kafka's rules for a TLS listener's stores (`DefaultSslEngineFactory`):
+    /// PEM keys come from one file or from the two inline keys, never
+    /// both; PKCS12 needs its file and password; JKS cannot be read.
+    fn validate_ssl(&self, listener: &Listener) -> Result<(), ConfigError> {
+        let ssl = self.ssl_config(listener)?;
+        let key = |name: &str| {
+            format!(
+                "listener.name.{}.{name}",
+                listener.name.to_ascii_lowercase()
+            )
+        };
+        let jks = |name: &str| {
+            invalid(
+                name,
+                "JKS",
+                format!(
+                    "listener {} needs a PEM or PKCS12 store: JKS is Java's own format \
+                     (convert it with keytool -importkeystore -deststoretype PKCS12)",
+                    listener.name
+                ),
+            )
+        };
+        match ssl.keystore_type {
+            StoreType::Jks => return Err(jks("ssl.keystore.type")),
+            StoreType::Pem => {
+                let inline = ssl.keystore_key.is_some() || ssl.keystore_certificate_chain.is_some();
+                match (&ssl.keystore_location, inline) {
+                    (Some(_), true) => {
+                        return Err(invalid(
+                            &key("ssl.keystore.location"),
+                            "(set)",
+                            "a PEM keystore is ssl.keystore.location or ssl.keystore.key with ssl.keystore.certificate.chain, not both",
+                        ))
+                    }
+                    (None, false) => {
+                        return Err(invalid(
+                            &key("ssl.keystore.location"),
+                            "",
+                            format!("{} listener {} has no keystore", listener.security_protocol.name(), listener.name),
+                        ))
+                    }
+                    (None, true)
+                        if ssl.keystore_key.is_none() || ssl.keystore_certificate_chain.is_none() =>
+                    {
+                        return Err(invalid(
+                            &key("ssl.keystore.key"),
+                            "(hidden)",
+                            "an inline PEM keystore needs both ssl.keystore.key and ssl.keystore.certificate.chain",
+                        ))
+                    }
+                    _ => {}
+                }
+                if ssl.keystore_password.is_some() {
+                    return Err(invalid(
+                        &key("ssl.keystore.password"),
+                        "(hidden)",
+                        "SSL key store password cannot be specified with PEM format, only key password may be specified",
+                    ));
+                }
+            }
+            StoreType::Pkcs12 => {
+                if ssl.keystore_location.is_none() {
+                    return Err(invalid(
+                        &key("ssl.keystore.location"),
+                        "",
+                        format!(
+                            "{} listener {} has no keystore",
+                            listener.security_protocol.name(),
+                            listener.name
+                        ),
+                    ));
+                }
+                if ssl.keystore_password.is_none() {
+                    return Err(invalid(
+                        &key("ssl.keystore.password"),
+                        "",
+                        "a PKCS12 keystore needs ssl.keystore.password",
+                    ));
+                }
+            }
+        }
+        let has_truststore =
+            ssl.truststore_location.is_some() || ssl.truststore_certificates.is_some();
+        match ssl.truststore_type {
+            StoreType::Jks if has_truststore => return Err(jks("ssl.truststore.type")),
+            StoreType::Pem if ssl.truststore_password.is_some() => {
+                return Err(invalid(
+                    &key("ssl.truststore.password"),
+                    "(hidden)",
+                    "SSL trust store password cannot be specified for PEM format.",
+                ))
+            }
+            StoreType::Pkcs12 if has_truststore && ssl.truststore_password.is_none() => {
+                return Err(invalid(
+                    &key("ssl.truststore.password"),
+                    "",
+                    "a PKCS12 truststore needs ssl.truststore.password",
+                ))
+            }
+            _ => {}
+        }
+        if ssl.client_auth != ClientAuth::None && !has_truststore {
+            return Err(invalid(
+                &key("ssl.client.auth"),
+                &format!("{:?}", ssl.client_auth).to_ascii_lowercase(),
+                "checking client certificates needs a truststore (ssl.truststore.location or ssl.truststore.certificates)",
+            ));
+        }
+        crate::security::principal::PrincipalMapper::parse(&ssl.principal_mapping_rules).map_err(
+            |why| {
+                invalid(
+                    &key("ssl.principal.mapping.rules"),
+                    &ssl.principal_mapping_rules,
+                    why,
+                )
+            },
+        )?;
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! Sockets: reading length-prefixed request frames and writing response
-//! frames, file regions included, with `sendfile(2)`.
+//! frames, file regions included, with `sendfile(2)` (or copied through
+//! TLS on SSL listeners).
 //!
 //! It knows nothing of Kafka messages (that is `protocol`; `client` only
 //! sends typed ones to another broker, `coordinator_client` a group's
@@ -183,51 +184,105 @@ pub async fn read_request_frame<R: AsyncRead + Unpin>(
     Ok(frame_bytes(frame, home, share))
 }
 
-/// Write a whole response frame: bytes with `write_all`, file regions with
-/// `sendfile` straight from the page cache.
-pub async fn write_frame(writer: &mut OwnedWriteHalf, frame: &ResponseFrame) -> io::Result<()> {
+/// Where a connection's responses go: a plain socket, whose file regions
+/// go out with `sendfile(2)` straight from the page cache, or a TLS
+/// stream, which must encrypt them, so they are read (from the page
+/// cache, in chunks) and written through it, as Kafka does on SSL.
+pub enum ResponseWriter {
+    Plain(OwnedWriteHalf),
+    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>),
+}
+
+/// The chunk a file region is copied through on a TLS connection.
+const TLS_COPY_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Write a whole response frame, then flush it (TLS holds records back
+/// until flushed).
+pub async fn write_frame(writer: &mut ResponseWriter, frame: &ResponseFrame) -> io::Result<()> {
     for chunk in &frame.chunks {
-        match chunk {
-            ResponseChunk::Bytes(bytes) => writer.write_all(bytes).await?,
-            ResponseChunk::Region(region) => {
-                let mut position = region.position as libc::off_t;
-                let end = region.position + region.length;
-                let stream = writer.as_ref();
-                while (position as u64) < end {
-                    stream.writable().await?;
-                    let remaining = (end - position as u64) as usize;
-                    let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
-                        // SAFETY: both descriptors are open for the call; the
-                        // kernel writes `position` through the valid pointer.
-                        let n = unsafe {
-                            libc::sendfile(
-                                stream.as_raw_fd(),
-                                region.file.as_raw_fd(),
-                                &mut position,
-                                remaining,
-                            )
-                        };
-                        if n < 0 {
-                            Err(io::Error::last_os_error())
-                        } else {
-                            Ok(n as usize)
-                        }
-                    });
-                    match sent {
-                        Ok(0) => {
-                            // The file shrank under us (truncation): the
-                            // frame can no longer be completed honestly.
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "file region ended early",
-                            ));
-                        }
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        Err(e) => return Err(e),
-                    }
-                }
+        match (chunk, &mut *writer) {
+            (ResponseChunk::Bytes(bytes), ResponseWriter::Plain(w)) => w.write_all(bytes).await?,
+            (ResponseChunk::Bytes(bytes), ResponseWriter::Tls(w)) => w.write_all(bytes).await?,
+            (ResponseChunk::Region(region), ResponseWriter::Plain(w)) => {
+                send_file_region(w, region).await?
             }
+            (ResponseChunk::Region(region), ResponseWriter::Tls(w)) => {
+                copy_file_region(w, region).await?
+            }
+        }
+    }
+    match writer {
+        ResponseWriter::Plain(_) => Ok(()),
+        ResponseWriter::Tls(w) => w.flush().await,
+    }
+}
+
+/// A file region through an encrypting writer, one chunk at a time.
+async fn copy_file_region<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    region: &crate::storage::FileRegion,
+) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let end = region.position + region.length;
+    let mut position = region.position;
+    let mut chunk = vec![0u8; TLS_COPY_CHUNK_BYTES.min(region.length as usize)];
+    while position < end {
+        let want = ((end - position) as usize).min(chunk.len());
+        let n = region.file.read_at(&mut chunk[..want], position)?;
+        if n == 0 {
+            // The file shrank under us (truncation): the frame can no
+            // longer be completed honestly.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file region ended early",
+            ));
+        }
+        writer.write_all(&chunk[..n]).await?;
+        position += n as u64;
+    }
+    Ok(())
+}
+
+/// A file region with `sendfile(2)`.
+async fn send_file_region(
+    writer: &mut OwnedWriteHalf,
+    region: &crate::storage::FileRegion,
+) -> io::Result<()> {
+    let mut position = region.position as libc::off_t;
+    let end = region.position + region.length;
+    let stream = writer.as_ref();
+    while (position as u64) < end {
+        stream.writable().await?;
+        let remaining = (end - position as u64) as usize;
+        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            // SAFETY: both descriptors are open for the call; the
+            // kernel writes `position` through the valid pointer.
+            let n = unsafe {
+                libc::sendfile(
+                    stream.as_raw_fd(),
+                    region.file.as_raw_fd(),
+                    &mut position,
+                    remaining,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match sent {
+            Ok(0) => {
+                // The file shrank under us (truncation): the frame can no
+                // longer be completed honestly.
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file region ended early",
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -5,8 +5,10 @@
 pub mod acl;
 pub mod authorizer;
 pub mod credentials;
+pub mod principal;
 pub mod sasl;
 pub mod scram;
+pub mod tls;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -23,8 +25,10 @@ use crate::config::{BrokerConfig, ConfigError, Listener, SecurityProtocol};
 pub struct ListenerSecurity {
     /// The listener's name (`SASL_PLAINTEXT`).
     pub listener: String,
-    /// PLAINTEXT or SASL_PLAINTEXT (TLS ones are refused at start-up).
+    /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
     pub protocol: SecurityProtocol,
+    /// On SSL and SASL_SSL listeners, the TLS every connection starts with.
+    pub tls: Option<Arc<tls::TlsListener>>,
     /// `sasl.enabled.mechanisms`.
     pub mechanisms: Vec<String>,
     /// PLAIN's users from the listener's JAAS line.
@@ -34,12 +38,23 @@ pub struct ListenerSecurity {
 }
 
 impl ListenerSecurity {
-    /// The security of `listener` under `config`.
-    pub fn of(config: &BrokerConfig, listener: &Listener) -> Result<ListenerSecurity, ConfigError> {
+    /// The security of `listener` under `config`; a TLS listener's
+    /// keystore and truststore are read here.
+    pub fn of(
+        config: &BrokerConfig,
+        listener: &Listener,
+    ) -> Result<ListenerSecurity, ListenerSecurityError> {
         let sasl = listener.security_protocol.is_sasl();
+        let tls = match listener.security_protocol {
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => Some(Arc::new(
+                tls::TlsListener::new(config.ssl_config(listener)?)?,
+            )),
+            _ => None,
+        };
         Ok(ListenerSecurity {
             listener: listener.name.clone(),
             protocol: listener.security_protocol,
+            tls,
             mechanisms: if sasl {
                 config.sasl_enabled_mechanisms.0.clone()
             } else {
@@ -65,11 +80,23 @@ impl ListenerSecurity {
         ListenerSecurity {
             listener: "PLAINTEXT".to_string(),
             protocol: SecurityProtocol::Plaintext,
+            tls: None,
             mechanisms: Vec::new(),
             plain: sasl::PlainUsers::default(),
             credentials: None,
         }
     }
+}
+
+/// Why a listener's security could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenerSecurityError {
+    /// The listener's settings are invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Its keystore or truststore cannot be used.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 /// A principal as Kafka writes it, `Type:name` (`User:alice`).

@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod idempotence;
+pub mod tls;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader};
@@ -423,12 +424,26 @@ where
 /// One client connection speaking kafka-protocol's encoding by hand:
 /// several requests in turn, raw frames, and the moment the broker closes.
 pub struct RawConnection {
-    stream: std::net::TcpStream,
+    stream: Box<dyn ClientStream>,
     correlation_id: i32,
     client_id: String,
 }
 
+/// What a [`RawConnection`] speaks over: a socket or a TLS stream.
+pub trait ClientStream: std::io::Read + std::io::Write + Send {}
+
+impl<S: std::io::Read + std::io::Write + Send> ClientStream for S {}
+
 impl RawConnection {
+    /// Requests over `stream` (a TLS stream, handshake done).
+    pub fn over(stream: impl ClientStream + 'static) -> RawConnection {
+        RawConnection {
+            stream: Box::new(stream),
+            correlation_id: 0,
+            client_id: "ferrolog-test".to_string(),
+        }
+    }
+
     /// Connects as client id `ferrolog-test`, with a 30 s read timeout.
     pub fn open(bootstrap: &str) -> RawConnection {
         Self::try_open(bootstrap, "ferrolog-test", Duration::from_secs(30))
@@ -447,7 +462,7 @@ impl RawConnection {
             .set_read_timeout(Some(timeout))
             .map_err(|e| format!("timeout: {e}"))?;
         Ok(RawConnection {
-            stream,
+            stream: Box::new(stream),
             correlation_id: 0,
             client_id: client_id.to_string(),
         })
@@ -472,7 +487,7 @@ impl RawConnection {
             .set_read_timeout(Some(Duration::from_secs(30)))
             .ok()?;
         Some(RawConnection {
-            stream,
+            stream: Box::new(stream),
             correlation_id: 0,
             client_id: "ferrolog-test".to_string(),
         })

@@ -1,18 +1,22 @@
-// KafkaJS over SASL_PLAINTEXT with SASL/PLAIN, for tests/security.rs.
+// KafkaJS over SASL_PLAINTEXT with SASL/PLAIN (or SCRAM), for
+// tests/security.rs; with CA_PEM over TLS (SASL_SSL, or SSL when USER is
+// "-"), for tests/tls.rs.
 //
-//   node sasl_plain.js BOOTSTRAP USER PASSWORD TOPIC COUNT [MECHANISM]
+//   node sasl_plain.js BOOTSTRAP USER PASSWORD TOPIC COUNT [MECHANISM] [CA_PEM]
 //
 // As USER: sends COUNT records to TOPIC in one request (acks=all) and
 // prints "OK <base offset>", or "FAILED: <error name>" and exits 1.
 // Bounded by a 60 s timer.
+const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
 
 async function main() {
-  const [bootstrap, username, password, topic, count, mechanism = 'plain'] = process.argv.slice(2);
+  const [bootstrap, username, password, topic, count, mechanism = 'plain', ca] = process.argv.slice(2);
   const kafka = new Kafka({
     clientId: 'sasl-plain',
     brokers: [bootstrap],
-    sasl: { mechanism, username, password },
+    sasl: username === '-' ? undefined : { mechanism, username, password },
+    ssl: ca ? { ca: [fs.readFileSync(ca, 'utf-8')] } : undefined,
     retry: { retries: 2 },
     logLevel: logLevel.NOTHING,
   });
