@@ -23,6 +23,7 @@ use kafka_protocol::messages::{
 
 use super::supervisor::{supervise, ChildSpec, Escalation, SupervisorLink};
 use crate::net::client::{BrokerClient, ClientError};
+use crate::net::inter_broker::InterBrokerSecurity;
 
 /// Versions the controller speaks (Kafka 2.8+ ZooKeeper mode: topic ids).
 pub const LEADER_AND_ISR_VERSION: i16 = 5;
@@ -75,6 +76,8 @@ pub struct ControllerChannel {
     broker_id: i32,
     address: String,
     controller_id: i32,
+    /// How its connection is secured (the inter-broker listener's).
+    security: Arc<InterBrokerSecurity>,
     /// Taken by the request in flight and given back with its answer.
     client: Option<BrokerClient>,
     /// The request being delivered: after a panic the restarted channel
@@ -105,12 +108,17 @@ impl Drop for ChannelHandle {
     }
 }
 
-fn client_for(address: &str, controller_id: i32) -> BrokerClient {
+fn client_for(
+    address: &str,
+    controller_id: i32,
+    security: &Arc<InterBrokerSecurity>,
+) -> BrokerClient {
     BrokerClient::new(
         address.to_owned(),
         format!("controller-{controller_id}"),
         IO_TIMEOUT,
         MAX_RESPONSE_BYTES,
+        security.clone(),
     )
 }
 
@@ -118,13 +126,19 @@ impl ControllerChannel {
     /// Starts the channel to `broker_id` at `address`, supervised: a panic
     /// restarts it with a new connection (past its budget it refuses every
     /// request, and the controller logs each refusal).
-    pub fn start(broker_id: i32, address: String, controller_id: i32) -> ChannelHandle {
+    pub fn start(
+        broker_id: i32,
+        address: String,
+        controller_id: i32,
+        security: Arc<InterBrokerSecurity>,
+    ) -> ChannelHandle {
         let open = Arc::new(AtomicBool::new(true));
         let link = SupervisorLink::default();
         let channel = ControllerChannel {
             broker_id,
-            client: Some(client_for(&address, controller_id)),
+            client: Some(client_for(&address, controller_id, &security)),
             address,
+            security,
             controller_id,
             in_flight: None,
             open: open.clone(),
@@ -189,7 +203,11 @@ impl ControllerChannel {
 impl actix::Supervised for ControllerChannel {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         // The failed attempt took the client with it.
-        self.client = Some(client_for(&self.address, self.controller_id));
+        self.client = Some(client_for(
+            &self.address,
+            self.controller_id,
+            &self.security,
+        ));
         log::warn!(
             "the controller channel to broker {} restarts with a new connection",
             self.broker_id

@@ -202,15 +202,20 @@ pub(crate) struct PositionStore {
 }
 
 impl PositionStore {
-    pub(crate) fn of(groups: &Addr<GroupCoordinator>, broker_id: i32) -> Self {
+    pub(crate) fn of(
+        groups: &Addr<GroupCoordinator>,
+        broker_id: i32,
+        security: Arc<crate::net::inter_broker::InterBrokerSecurity>,
+    ) -> Self {
         PositionStore {
             broker_id,
             fetch: groups.clone().recipient(),
             commit: groups.clone().recipient(),
             find_coordinator: groups.clone().recipient(),
-            remote: Arc::new(CoordinatorClient::new(format!(
-                "ferrolog-extensions-{broker_id}"
-            ))),
+            remote: Arc::new(CoordinatorClient::new(
+                format!("ferrolog-extensions-{broker_id}"),
+                security,
+            )),
         }
     }
 }

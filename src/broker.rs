@@ -256,6 +256,10 @@ impl BrokerBuilder {
             let (socket, bound) = bind(listener).await?;
             bound_listeners.push((listener.clone(), socket, bound, security));
         }
+        // How this broker reaches the others: the inter-broker listener's
+        // TLS and SASL login.
+        let inter_broker = crate::net::inter_broker::InterBrokerSecurity::of(&config)
+            .map_err(|e| BrokerError::config(e.to_string()))?;
         let Some(bound) = bound_listeners.first().map(|(_, _, bound, _)| *bound) else {
             return Err(BrokerError::config("listeners is empty"));
         };
@@ -305,7 +309,10 @@ impl BrokerBuilder {
                 LogAdmin::of(&log),
                 cache.clone(),
                 partition_runtime.clone(),
-                ReplicaFetchers::new(ReplicaFetcherConfig::from_broker(&config)),
+                ReplicaFetchers::new(ReplicaFetcherConfig::from_broker(
+                    &config,
+                    inter_broker.clone(),
+                )),
                 link.clone(),
             );
             supervise(
@@ -333,6 +340,7 @@ impl BrokerBuilder {
             replica_manager.clone(),
             advertised.clone(),
             client_quotas.clone(),
+            inter_broker.clone(),
             fatal.clone(),
         )
         .await?;
@@ -382,7 +390,7 @@ impl BrokerBuilder {
             produce_path.clone(),
             cache.clone(),
             controller.clone().recipient(),
-            PositionStore::of(&groups, config.broker_id.max(0)),
+            PositionStore::of(&groups, config.broker_id.max(0), inter_broker.clone()),
             events.clone(),
             clock.clone(),
         );
@@ -394,6 +402,7 @@ impl BrokerBuilder {
             })
             .collect();
         let context = Arc::new(BrokerContext {
+            inter_broker: inter_broker.clone(),
             config: config.clone(),
             dynamic: dynamic.clone(),
             broker_id: config.broker_id.max(0),
@@ -683,6 +692,7 @@ impl BrokerHandle {
                 &self.config,
                 self.store.as_ref(),
                 &self.context.metadata,
+                &self.context.inter_broker,
             )
             .await;
         }

@@ -50,6 +50,9 @@ pub struct BrokerContext {
     pub authorizer: Option<std::sync::Arc<crate::security::AclAuthorizer>>,
     /// SCRAM credentials (`/config/users`), for the KIP-554 APIs.
     pub scram_credentials: std::sync::Arc<crate::security::credentials::UserScramCredentials>,
+    /// How this broker reaches the others (the inter-broker listener's
+    /// TLS and SASL login).
+    pub inter_broker: std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
     /// Client quotas (`/config/users`, `/config/clients`): stored for the
     /// KIP-546 APIs, applied to produce and fetch.
     pub client_quotas: std::sync::Arc<crate::quota::ClientQuotas>,

@@ -62,6 +62,7 @@ pub async fn request_controlled_shutdown(
     config: &BrokerConfig,
     store: &dyn MetadataStore,
     cache: &MetadataCache,
+    security: &std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
 ) -> ControlledShutdownOutcome {
     if config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable {
         return ControlledShutdownOutcome::Skipped;
@@ -69,7 +70,7 @@ pub async fn request_controlled_shutdown(
     let broker_id = config.broker_id;
     let mut reason = String::from("no attempt made (controlled.shutdown.max.retries=0)");
     for attempt in 1..=config.controlled_shutdown_max_retries {
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, ask(broker_id, store, cache)).await {
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, ask(broker_id, store, cache, security)).await {
             Ok(Ok(response)) if response.error_code == 0 => {
                 if response.remaining_partitions.is_empty() {
                     log::info!("controlled shutdown of broker {broker_id} succeeded");
@@ -111,6 +112,7 @@ async fn ask(
     broker_id: i32,
     store: &dyn MetadataStore,
     cache: &MetadataCache,
+    security: &std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
 ) -> Result<ControlledShutdownResponse, AttemptError> {
     let controller = match store.get(ControllerZNode::path()).await {
         Ok(Some((bytes, _))) => {
@@ -132,6 +134,7 @@ async fn ask(
         format!("broker-{broker_id}-controlled-shutdown"),
         ATTEMPT_TIMEOUT,
         1024 * 1024,
+        security.clone(),
     );
     client
         .call(

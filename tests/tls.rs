@@ -609,3 +609,148 @@ fn mangled_tls_handshakes_close_only_their_connection() {
     assert!(tls_answered(&ssl, tls_client_config(&ca.ca_pem(), None)));
     assert!(RawConnection::open(&plaintext).api_versions_answered());
 }
+
+/// Three ZooKeeper brokers reach each other on a SASL_SSL inter-broker
+/// listener: TLS checked against the truststore, SASL/PLAIN as
+/// `User:broker`. Once the cluster's ACLs give CLUSTER_ACTION to
+/// `User:broker` alone, replication (Fetch with a replica id) and the
+/// controller's requests only work authenticated: an acks=all producer
+/// over SASL_SSL gets every record acknowledged, every replica joins the
+/// ISR, and the records read back in order.
+#[test]
+fn a_cluster_replicates_over_a_sasl_ssl_inter_broker_listener() {
+    use common::cluster::{create_replicated_topic, Cluster};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new(&dir.path().join("ca"));
+    let keystore = ca.issue("broker", "/CN=localhost");
+    let ca_pem = ca.ca_pem();
+    let jaas = r#"listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#;
+    let extra = [
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0".to_string(),
+        "inter.broker.listener.name=SASL_SSL".to_string(),
+        "sasl.enabled.mechanisms=PLAIN".to_string(),
+        "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+        jaas.to_string(),
+        "ssl.keystore.type=PEM".to_string(),
+        format!("ssl.keystore.location={}", keystore.display()),
+        "ssl.truststore.type=PEM".to_string(),
+        format!("ssl.truststore.location={}", ca_pem.display()),
+        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer".to_string(),
+        "allow.everyone.if.no.acl.found=true".to_string(),
+    ];
+    let mut cluster = Cluster::start_with(3, &owned(&extra));
+    let plaintext = cluster.bootstrap(0);
+    // CLUSTER_ACTION (9) for User:broker only; ANONYMOUS may CREATE (5)
+    // and DESCRIBE (8) the cluster, so the test can make its topic.
+    let on_cluster = |principal: &str, operation: i8| {
+        AclCreation::default()
+            .with_resource_type(4)
+            .with_resource_name(text("kafka-cluster"))
+            .with_resource_pattern_type(3)
+            .with_principal(text(principal))
+            .with_host(text("*"))
+            .with_operation(operation)
+            .with_permission_type(3)
+    };
+    create_acls(
+        &plaintext,
+        vec![
+            on_cluster("User:broker", 9),
+            on_cluster("User:ANONYMOUS", 5),
+            on_cluster("User:ANONYMOUS", 8),
+        ],
+    );
+    // Every broker follows the ACL changes before the topic is made.
+    for id in 0..3 {
+        let bootstrap = cluster.bootstrap(id);
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            let response: kafka_protocol::messages::DescribeAclsResponse = raw_request(
+                &bootstrap,
+                ApiKey::DescribeAcls,
+                3,
+                &kafka_protocol::messages::DescribeAclsRequest::default()
+                    .with_resource_type_filter(4)
+                    .with_resource_name_filter(None)
+                    .with_pattern_type_filter(1)
+                    .with_principal_filter(None)
+                    .with_host_filter(None)
+                    .with_operation(1)
+                    .with_permission_type(1),
+                TIMEOUT,
+            );
+            let count: usize = response.resources.iter().map(|r| r.acls.len()).sum();
+            if count == 3 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "broker {id} has {count} ACLs"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    create_replicated_topic(&plaintext, "guarded", 1, 3);
+    let sasl_ssl = cluster
+        .brokers
+        .get_mut(&0)
+        .expect("broker 0")
+        .listener_address("SASL_SSL");
+    let (ok, line) = python(
+        "confluent",
+        &sasl_ssl,
+        ca_pem.to_str().expect("path"),
+        &[
+            "--protocol",
+            "SASL_SSL",
+            "--user",
+            "alice",
+            "--password",
+            "alice-secret",
+            "--count",
+            "20",
+            "--tag",
+            "replicated",
+            "guarded",
+        ],
+    );
+    assert!(ok, "acks=all over SASL_SSL: {line}");
+    let offsets: Vec<String> = (0..20).map(|i| i.to_string()).collect();
+    assert!(
+        line.starts_with(&format!(
+            "OK produced {} consumed {}",
+            offsets.join(" "),
+            offsets.join(" ")
+        )),
+        "{line}"
+    );
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let isrs = cluster.isrs(0, "guarded");
+        if isrs.get(&0).is_some_and(|isr| isr.len() == 3) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "ISR {isrs:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The controller's requests and the followers' fetches came in as
+    // User:broker over SASL_SSL: at every broker but the controller, which
+    // nothing sends controller requests to.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let logged = cluster
+            .brokers
+            .values_mut()
+            .map(|b| b.count_lines("authenticated as User:broker on SASL_SSL"))
+            .filter(|&n| n > 0)
+            .count();
+        if logged >= 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{logged} brokers saw User:broker"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}

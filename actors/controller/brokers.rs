@@ -73,7 +73,8 @@ impl Shared {
                 continue;
             }
             let address = format!("{}:{}", endpoint.host, endpoint.port);
-            let channel = ControllerChannel::start(*id, address, self.broker_id);
+            let channel =
+                ControllerChannel::start(*id, address, self.broker_id, self.inter_broker.clone());
             channels.insert(*id, channel);
         }
         Ok(changes)

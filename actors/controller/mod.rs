@@ -190,6 +190,8 @@ struct Shared {
     /// Client quotas, reread when a notification names a user, client id
     /// or address.
     client_quotas: Arc<ClientQuotas>,
+    /// How the controller's channels reach the other brokers.
+    inter_broker: Arc<crate::net::inter_broker::InterBrokerSecurity>,
 }
 
 use crate::controller::context::{BrokerChanges, ControllerContext, ControllerRole as Role};
@@ -259,6 +261,7 @@ impl Controller {
         replica_manager: Addr<ReplicaManager>,
         advertised: AdvertisedEndpoint,
         client_quotas: Arc<ClientQuotas>,
+        inter_broker: Arc<crate::net::inter_broker::InterBrokerSecurity>,
         fatal: BrokerFatal,
     ) -> Result<Addr<Controller>, ControllerError> {
         let config = dynamic.static_config();
@@ -310,6 +313,7 @@ impl Controller {
             channels: Arc::default(),
             config_changes_seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
             client_quotas,
+            inter_broker,
         };
         // Notifications older than start-up are in the configs read below.
         for name in shared

@@ -50,10 +50,15 @@ pub struct ReplicaFetcherConfig {
     pub wait_max_ms: i32,
     pub min_bytes: i32,
     pub backoff: Duration,
+    /// How this broker reaches the leaders (TLS, SASL).
+    pub security: std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
 }
 
 impl ReplicaFetcherConfig {
-    pub fn from_broker(config: &crate::config::BrokerConfig) -> ReplicaFetcherConfig {
+    pub fn from_broker(
+        config: &crate::config::BrokerConfig,
+        security: std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
+    ) -> ReplicaFetcherConfig {
         ReplicaFetcherConfig {
             broker_id: config.broker_id,
             num_fetchers: config.num_replica_fetchers.max(1),
@@ -62,6 +67,7 @@ impl ReplicaFetcherConfig {
             wait_max_ms: clamp_i32(config.replica_fetch_wait_max_ms),
             min_bytes: clamp_i32(config.replica_fetch_min_bytes),
             backoff: Duration::from_millis(config.replica_fetch_backoff_ms),
+            security,
         }
     }
 }
@@ -301,6 +307,7 @@ fn new_client(config: &ReplicaFetcherConfig, address: String, fetcher_id: usize)
         // A parked fetch answers within wait_max_ms; leave room for it.
         Duration::from_millis(config.wait_max_ms.max(0) as u64) + Duration::from_secs(30),
         (config.response_max_bytes.max(0) as usize).saturating_add(1 << 20),
+        config.security.clone(),
     )
 }
 

@@ -179,6 +179,15 @@ impl KeyValue for CompressionType {
     }
 }
 
+impl KeyValue for String {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        Ok(raw.trim().to_string())
+    }
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
 impl KeyValue for AuthorizerClass {
     fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
         AuthorizerClass::parse(raw)
@@ -575,6 +584,8 @@ broker_config! {
         "super.users" => super_users: SuperUsers = SuperUsers::default(), Str;
         /// The SASL mechanisms SASL listeners offer; ferrolog runs PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
         "sasl.enabled.mechanisms" => sasl_enabled_mechanisms: SaslMechanisms = SaslMechanisms::default(), List;
+        /// The SASL mechanism brokers log in to each other with on a SASL inter-broker listener (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), as the username and password of that listener's JAAS line.
+        "sasl.mechanism.inter.broker.protocol" => sasl_mechanism_inter_broker_protocol: String = "GSSAPI".to_string(), Str;
         /// Whether a resource without any ACL is open to everyone.
         "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: bool = false, Boolean;
 

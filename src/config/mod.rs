@@ -33,7 +33,8 @@ pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);
 pub use security::{
-    AuthorizerClass, ConnectionOverrides, SaslMechanisms, SecurityProtocol, SuperUsers,
+    AuthorizerClass, ConnectionOverrides, InterBrokerLogin, SaslMechanisms, SecurityProtocol,
+    SuperUsers,
 };
 pub use ssl::{ClientAuth, Password, SslConfig, StoreType};
 crate::internal_use!(ssl::{is_ssl_key, SSL_KEYS});

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::ssl::{ClientAuth, StoreType};
 use super::{invalid, BrokerConfig, ConfigError, Listener};
-use crate::security::sasl::{parse_jaas, PlainUsers, PLAIN_LOGIN_MODULE, SUPPORTED_MECHANISMS};
+use crate::security::sasl::{
+    parse_jaas, PlainUsers, PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, SUPPORTED_MECHANISMS,
+};
 
 /// Which authorizer the broker runs (`authorizer.class.name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -196,6 +198,17 @@ impl SecurityProtocol {
     }
 }
 
+/// How a broker logs in to another on a SASL inter-broker listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterBrokerLogin {
+    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+    pub mechanism: String,
+    /// The JAAS line's `username`.
+    pub user: String,
+    /// Its `password`.
+    pub password: super::Password,
+}
+
 /// Kafka's default `listener.security.protocol.map`.
 pub const DEFAULT_PROTOCOL_MAP: &str =
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
@@ -375,32 +388,88 @@ impl BrokerConfig {
             ));
         }
         // Brokers reach each other on the inter-broker listener (Kafka's
-        // rule: it must be one this broker advertises); SASL and TLS
-        // between brokers are not built, so it must be PLAINTEXT.
+        // rule: it must be one this broker advertises), logging in on it
+        // with `sasl.mechanism.inter.broker.protocol` when it is SASL.
         if self.zookeeper_connect.is_some() {
             let name = self.inter_broker_listener_name();
-            match self.inter_broker_listener() {
-                None => {
-                    return Err(invalid(
-                        "inter.broker.listener.name",
-                        &name,
-                        "inter.broker.listener.name must be a listener name defined in advertised.listeners",
-                    ))
-                }
-                Some(l) if l.security_protocol != SecurityProtocol::Plaintext => {
-                    return Err(invalid(
-                        "inter.broker.listener.name",
-                        &name,
-                        format!(
-                            "the inter-broker listener {l} is {}; only PLAINTEXT is supported between brokers yet",
-                            l.security_protocol.name()
-                        ),
-                    ))
-                }
-                Some(_) => {}
+            let Some(listener) = self.inter_broker_listener() else {
+                return Err(invalid(
+                    "inter.broker.listener.name",
+                    &name,
+                    "inter.broker.listener.name must be a listener name defined in advertised.listeners",
+                ));
+            };
+            if listener.security_protocol.is_sasl() {
+                self.inter_broker_login()?;
             }
         }
         Ok(())
+    }
+
+    /// The login a broker uses on the SASL inter-broker listener: the
+    /// mechanism (`sasl.mechanism.inter.broker.protocol`, one the listener
+    /// enables) and the `username`/`password` of the listener's JAAS line
+    /// for it (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else
+    /// `sasl.jaas.config`), as Kafka's inter-broker client takes them.
+    pub fn inter_broker_login(&self) -> Result<InterBrokerLogin, ConfigError> {
+        let key = "sasl.mechanism.inter.broker.protocol";
+        let mechanism = self.sasl_mechanism_inter_broker_protocol.clone();
+        let listener = self.inter_broker_listener_name();
+        if !SUPPORTED_MECHANISMS.contains(&mechanism.as_str())
+            || !self.sasl_enabled_mechanisms.0.contains(&mechanism)
+        {
+            return Err(invalid(
+                key,
+                &mechanism,
+                format!(
+                    "brokers log in to listener {listener} with one of its enabled mechanisms ({}) that ferrolog runs ({})",
+                    self.sasl_enabled_mechanisms.text(),
+                    SUPPORTED_MECHANISMS.join(", ")
+                ),
+            ));
+        }
+        let own = jaas_key(&listener, &mechanism);
+        let (source, text) = match self.sasl_jaas_configs.get(&own) {
+            Some(text) => (own, text),
+            None => match self.sasl_jaas_configs.get("sasl.jaas.config") {
+                Some(text) => ("sasl.jaas.config".to_string(), text),
+                None => {
+                    return Err(invalid(
+                        &own,
+                        "",
+                        format!("brokers log in with {mechanism} on listener {listener}: its JAAS line needs username and password"),
+                    ))
+                }
+            },
+        };
+        let entry = parse_jaas(text).map_err(|_| {
+            invalid(
+                &source,
+                "(hidden)",
+                "not a JAAS configuration entry ending with ';'",
+            )
+        })?;
+        let module = if mechanism == "PLAIN" {
+            PLAIN_LOGIN_MODULE
+        } else {
+            SCRAM_LOGIN_MODULE
+        };
+        match (
+            entry.login_module == module,
+            entry.options.get("username"),
+            entry.options.get("password"),
+        ) {
+            (true, Some(user), Some(password)) => Ok(InterBrokerLogin {
+                mechanism,
+                user: user.clone(),
+                password: super::Password(password.clone()),
+            }),
+            _ => Err(invalid(
+                &source,
+                "(hidden)",
+                format!("brokers log in with {module} required username=\"...\" password=\"...\";"),
+            )),
+        }
     }
 
     /// Kafka's rules for a TLS listener's stores (`DefaultSslEngineFactory`):
@@ -581,7 +650,7 @@ mod tests {
     }
 
     #[test]
-    fn sasl_listeners_need_plain_users_and_stay_off_the_inter_broker_path() {
+    fn sasl_listeners_need_plain_users_and_brokers_log_in_with_a_jaas_user() {
         let jaas = r#"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";"#;
         let parse = |text: &str| BrokerConfig::from_properties(text, &[]);
         let (config, warnings) = parse(&format!(
@@ -619,7 +688,8 @@ mod tests {
             "JAAS",
         );
         // In a cluster the inter-broker listener (PLAINTEXT unless named)
-        // must exist and be PLAINTEXT; clients may use SASL beside it.
+        // must exist; on a SASL one brokers log in with
+        // sasl.mechanism.inter.broker.protocol as the JAAS line's user.
         let zk = "zookeeper.connect=127.0.0.1:2181";
         refused(
             format!("listeners=SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{jaas}\n{zk}\n"),
@@ -630,8 +700,24 @@ mod tests {
         assert_eq!(config.inter_broker_listener().map(|l| l.port), Some(9092));
         refused(
             format!("{both}inter.broker.listener.name=SASL_PLAINTEXT\n"),
-            "between brokers",
+            "sasl.mechanism.inter.broker.protocol",
         );
+        refused(
+            format!("{both}inter.broker.listener.name=SASL_PLAINTEXT\nsasl.mechanism.inter.broker.protocol=PLAIN\n"),
+            "username",
+        );
+        let login = r#"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret";"#;
+        let (config, _) = parse(&format!(
+            "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n{login}\n{zk}\n\
+             inter.broker.listener.name=SASL_PLAINTEXT\nsasl.mechanism.inter.broker.protocol=PLAIN\n"
+        ))
+        .expect("brokers log in as broker");
+        let login = config.inter_broker_login().expect("login");
+        assert_eq!(
+            (login.mechanism.as_str(), login.user.as_str()),
+            ("PLAIN", "broker")
+        );
+        assert_eq!(login.password.0, "broker-secret");
         refused(
             format!("{both}inter.broker.listener.name=PLAINTEXT\nsecurity.inter.broker.protocol=PLAINTEXT\n"),
             "Only one of",

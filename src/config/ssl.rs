@@ -165,6 +165,9 @@ pub struct SslConfig {
     pub enabled_protocols: Vec<String>,
     /// `ssl.cipher.suites`; empty keeps every suite rustls offers.
     pub cipher_suites: Vec<String>,
+    /// `ssl.endpoint.identification.algorithm`: `https` (the default)
+    /// checks a broker's certificate names the host dialled; empty does not.
+    pub endpoint_identification: bool,
 }
 
 fn list(raw: &str) -> Vec<String> {
@@ -249,6 +252,8 @@ impl BrokerConfig {
                 .unwrap_or_else(|| "DEFAULT".to_string()),
             enabled_protocols: list(&text("ssl.enabled.protocols").unwrap_or_default()),
             cipher_suites: list(&text("ssl.cipher.suites").unwrap_or_default()),
+            endpoint_identification: text("ssl.endpoint.identification.algorithm")
+                .is_some_and(|a| a.eq_ignore_ascii_case("https")),
         })
     }
 

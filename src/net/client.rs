@@ -5,7 +5,12 @@
 //!
 //! It never retries and never interprets an answer: a failed exchange drops
 //! the connection (the next call reconnects) and returns the error; what
-//! to do about it is the caller's business.
+//! to do about it is the caller's business. A new connection is secured as
+//! the inter-broker listener says (`inter_broker`): TLS, then the SASL
+//! login (SaslHandshake v1 and SaslAuthenticate v2, PLAIN or SCRAM with
+//! the server's signature checked) before the first request.
+
+use std::sync::Arc;
 
 use std::time::Duration;
 
@@ -13,8 +18,8 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use super::inter_broker::{BrokerIo, InterBrokerSecurity};
 use crate::protocol::encode_request;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,10 +35,11 @@ pub enum ClientError {
 pub struct BrokerClient {
     address: String,
     client_id: String,
-    connection: Option<TcpStream>,
+    connection: Option<Box<dyn BrokerIo>>,
     correlation_id: i32,
     io_timeout: Duration,
     max_response_bytes: usize,
+    security: Arc<InterBrokerSecurity>,
 }
 
 impl BrokerClient {
@@ -42,6 +48,7 @@ impl BrokerClient {
         client_id: String,
         io_timeout: Duration,
         max_response_bytes: usize,
+        security: Arc<InterBrokerSecurity>,
     ) -> BrokerClient {
         BrokerClient {
             address,
@@ -50,6 +57,7 @@ impl BrokerClient {
             correlation_id: 0,
             io_timeout,
             max_response_bytes,
+            security,
         }
     }
 
@@ -77,6 +85,105 @@ impl BrokerClient {
         Req: Encodable + HeaderVersion,
         Resp: Decodable,
     {
+        let mut stream = match self.connection.take() {
+            Some(stream) => stream,
+            None => self.connect().await?,
+        };
+        let response = self.round_trip(&mut stream, api, version, request).await?;
+        self.connection = Some(stream);
+        Ok(response)
+    }
+
+    /// A new connection, secured and logged in.
+    async fn connect(&mut self) -> Result<Box<dyn BrokerIo>, ClientError> {
+        let security = self.security.clone();
+        let mut stream =
+            match tokio::time::timeout(self.io_timeout, security.connect(&self.address)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return Err(self.connect_error(e)),
+                Err(_) => return Err(self.connect_error("timed out".into())),
+            };
+        if let Some(login) = &security.login {
+            self.log_in(&mut stream, login)
+                .await
+                .map_err(|e| self.connect_error(format!("SASL {}: {e}", login.mechanism)))?;
+        }
+        Ok(stream)
+    }
+
+    /// The SASL exchange as Kafka's clients run it: SaslHandshake v1,
+    /// then SaslAuthenticate v2 with each token.
+    async fn log_in(
+        &mut self,
+        stream: &mut Box<dyn BrokerIo>,
+        login: &crate::config::InterBrokerLogin,
+    ) -> Result<(), String> {
+        use crate::security::scram::{ScramClient, ScramMechanism};
+        use kafka_protocol::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
+        let handshake: SaslHandshakeResponse = self
+            .round_trip(
+                stream,
+                ApiKey::SaslHandshake,
+                1,
+                &SaslHandshakeRequest::default()
+                    .with_mechanism(StrBytes::from_string(login.mechanism.clone())),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if handshake.error_code != 0 {
+            return Err(format!(
+                "refused with error {} (the listener offers {:?})",
+                handshake.error_code, handshake.mechanisms
+            ));
+        }
+        let Some(mechanism) = ScramMechanism::from_name(&login.mechanism) else {
+            let token = format!("\0{}\0{}", login.user, login.password.0);
+            return self.authenticate(stream, token.into_bytes()).await.map(|_| ());
+        };
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let (mut scram, first) =
+            ScramClient::start(mechanism, &login.user, &login.password.0, &nonce);
+        let server_first = self.authenticate(stream, first.into_bytes()).await?;
+        let last = scram
+            .respond(&server_first)
+            .map_err(|e| e.to_string())?;
+        let server_final = self.authenticate(stream, last.into_bytes()).await?;
+        scram.verify(&server_final).map_err(|e| e.to_string())
+    }
+
+    /// One SaslAuthenticate token and the server's answer token.
+    async fn authenticate(
+        &mut self,
+        stream: &mut Box<dyn BrokerIo>,
+        token: Vec<u8>,
+    ) -> Result<Vec<u8>, String> {
+        use kafka_protocol::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse};
+        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+        let response: SaslAuthenticateResponse = self
+            .round_trip(stream, ApiKey::SaslAuthenticate, 2, &request)
+            .await
+            .map_err(|e| e.to_string())?;
+        match response.error_code {
+            0 => Ok(response.auth_bytes.to_vec()),
+            code => Err(format!(
+                "refused with error {code}: {}",
+                response.error_message.as_deref().unwrap_or("")
+            )),
+        }
+    }
+
+    /// One request and its answer on `stream`.
+    async fn round_trip<Req, Resp>(
+        &mut self,
+        stream: &mut Box<dyn BrokerIo>,
+        api: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp, ClientError>
+    where
+        Req: Encodable + HeaderVersion,
+        Resp: Decodable,
+    {
         self.correlation_id = self.correlation_id.wrapping_add(1);
         let correlation_id = self.correlation_id;
         let header = RequestHeader::default()
@@ -87,23 +194,9 @@ impl BrokerClient {
         let frame = encode_request(&header, api, request)
             .map_err(|e| self.exchange_error(e.to_string()))?
             .freeze();
-        let mut stream = match self.connection.take() {
-            Some(stream) => stream,
-            None => {
-                match tokio::time::timeout(self.io_timeout, TcpStream::connect(&self.address)).await
-                {
-                    Ok(Ok(stream)) => {
-                        let _ = stream.set_nodelay(true);
-                        stream
-                    }
-                    Ok(Err(e)) => return Err(self.connect_error(e.to_string())),
-                    Err(_) => return Err(self.connect_error("timed out".into())),
-                }
-            }
-        };
         let exchanged = tokio::time::timeout(
             self.io_timeout,
-            exchange(&mut stream, &frame, self.max_response_bytes),
+            exchange(stream, &frame, self.max_response_bytes),
         )
         .await;
         let mut body = match exchanged {
@@ -120,10 +213,7 @@ impl BrokerClient {
                 response_header.correlation_id
             )));
         }
-        let response =
-            Resp::decode(&mut body, version).map_err(|e| self.decode_error(e.to_string()))?;
-        self.connection = Some(stream);
-        Ok(response)
+        Resp::decode(&mut body, version).map_err(|e| self.decode_error(e.to_string()))
     }
 
     fn connect_error(&self, reason: String) -> ClientError {
@@ -150,11 +240,13 @@ impl BrokerClient {
 
 /// Writes one frame and reads the response frame.
 async fn exchange(
-    stream: &mut TcpStream,
+    stream: &mut Box<dyn BrokerIo>,
     frame: &Bytes,
     max_response_bytes: usize,
 ) -> std::io::Result<Bytes> {
     stream.write_all(frame).await?;
+    // TLS holds records back until flushed.
+    stream.flush().await?;
     let size = stream.read_i32().await?;
     let size = usize::try_from(size)
         .ok()

@@ -63,13 +63,19 @@ impl CoordinatorClientError {
 
 pub struct CoordinatorClient {
     client_id: String,
+    /// How brokers reach each other.
+    security: std::sync::Arc<super::inter_broker::InterBrokerSecurity>,
     connection: tokio::sync::Mutex<Option<BrokerClient>>,
 }
 
 impl CoordinatorClient {
-    pub fn new(client_id: String) -> CoordinatorClient {
+    pub fn new(
+        client_id: String,
+        security: std::sync::Arc<super::inter_broker::InterBrokerSecurity>,
+    ) -> CoordinatorClient {
         CoordinatorClient {
             client_id,
+            security,
             connection: tokio::sync::Mutex::new(None),
         }
     }
@@ -167,6 +173,7 @@ impl CoordinatorClient {
                 self.client_id.clone(),
                 IO_TIMEOUT,
                 MAX_RESPONSE_BYTES,
+                self.security.clone(),
             )),
         };
         Ok(client.call(api, version, request).await?)

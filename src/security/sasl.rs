@@ -107,6 +107,8 @@ fn word(chars: &mut Chars<'_>) -> String {
 
 /// Kafka's PLAIN login module class.
 pub const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+/// Kafka's SCRAM login module (a client's username and password).
+pub const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
 
 /// The users PLAIN accepts: the JAAS entry's `user_<name>="<password>"`.
 #[derive(Clone, Default, PartialEq, Eq)]

@@ -388,6 +388,103 @@ impl ScramServer {
     }
 }
 
+/// The client side of one SCRAM exchange (a broker logging in to another
+/// on the inter-broker listener): client-first, then client-final from the
+/// server-first, then the server-final checked, so a broker that does not
+/// know the password is not believed either.
+pub struct ScramClient {
+    mechanism: ScramMechanism,
+    password: String,
+    nonce: String,
+    client_first_bare: String,
+    /// `HMAC(ServerKey, AuthMessage)`, once client-final is sent.
+    server_signature: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ScramClient {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScramClient({})", self.mechanism.name())
+    }
+}
+
+impl ScramClient {
+    /// The exchange for `user`, and its client-first message.
+    pub fn start(
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+        nonce: &str,
+    ) -> (ScramClient, String) {
+        let name = user.replace('=', "=3D").replace(',', "=2C");
+        let client_first_bare = format!("n={name},r={nonce}");
+        let client = ScramClient {
+            mechanism,
+            password: password.to_string(),
+            nonce: nonce.to_string(),
+            client_first_bare: client_first_bare.clone(),
+            server_signature: None,
+        };
+        (client, format!("n,,{client_first_bare}"))
+    }
+
+    /// The client-final message answering `server_first`; refused when the
+    /// server's nonce does not extend ours or its iterations are out of
+    /// Kafka's bounds.
+    pub fn respond(&mut self, server_first: &[u8]) -> Result<String, ScramError> {
+        let text = std::str::from_utf8(server_first).map_err(|_| ScramError::Malformed)?;
+        let (mut nonce, mut salt, mut iterations) = (None, None, None);
+        for attribute in text.split(',') {
+            if let Some(v) = attribute.strip_prefix("r=") {
+                nonce = Some(v);
+            } else if let Some(v) = attribute.strip_prefix("s=") {
+                salt = STANDARD.decode(v).ok();
+            } else if let Some(v) = attribute.strip_prefix("i=") {
+                iterations = v.parse::<u32>().ok();
+            }
+        }
+        let (Some(nonce), Some(salt), Some(iterations)) = (nonce, salt, iterations) else {
+            return Err(ScramError::Malformed);
+        };
+        if !nonce.starts_with(&self.nonce)
+            || nonce.len() == self.nonce.len()
+            || !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations)
+        {
+            return Err(ScramError::InvalidCredentials(self.mechanism.name()));
+        }
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{},{text},{without_proof}", self.client_first_bare);
+        let salted = self
+            .mechanism
+            .salted_password(self.password.as_bytes(), &salt, iterations);
+        let client_key = self.mechanism.hmac(&salted, b"Client Key");
+        let stored_key = self.mechanism.hash(&client_key);
+        let signature = self.mechanism.hmac(&stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let server_key = self.mechanism.hmac(&salted, b"Server Key");
+        self.server_signature = Some(self.mechanism.hmac(&server_key, auth_message.as_bytes()));
+        Ok(format!("{without_proof},p={}", STANDARD.encode(proof)))
+    }
+
+    /// Checks the server-final message: the server knew the credential.
+    pub fn verify(&self, server_final: &[u8]) -> Result<(), ScramError> {
+        let invalid = ScramError::InvalidCredentials(self.mechanism.name());
+        let text = std::str::from_utf8(server_final).map_err(|_| ScramError::Malformed)?;
+        let signature = text
+            .strip_prefix("v=")
+            .and_then(|v| STANDARD.decode(v).ok())
+            .ok_or(invalid.clone())?;
+        match &self.server_signature {
+            Some(expected) if constant_time_eq(expected, &signature) => Ok(()),
+            _ => Err(invalid),
+        }
+    }
+}
+
 /// Kafka's `Sanitizer.sanitize`: a user name as its znode is named
 /// (`URLEncoder` with `*` and space percent-encoded).
 pub fn sanitize_user(name: &str) -> String {
@@ -432,6 +529,46 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The client and server sides agree, and each refuses the other's
+    /// lies: a wrong password, and a server that does not know the key.
+    #[test]
+    fn the_client_logs_in_and_checks_the_server() {
+        let credential = ScramCredential::new(ScramMechanism::Sha512, "secret", b"salty", 4096);
+        let login = |password: &str| {
+            let (mut client, first) =
+                ScramClient::start(ScramMechanism::Sha512, "bro,ker", password, "clientnonce");
+            let (server, server_first) = ScramServer::start(
+                ScramMechanism::Sha512,
+                first.as_bytes(),
+                Some(credential.clone()),
+                "servernonce",
+            )
+            .expect("client-first parses");
+            assert_eq!(server.user(), "bro,ker");
+            let last = client
+                .respond(server_first.as_bytes())
+                .expect("client-final");
+            server
+                .finish(last.as_bytes())
+                .map(|(_, server_final)| (client, server_final))
+        };
+        let (client, server_final) = login("secret").expect("the right password");
+        client
+            .verify(server_final.as_bytes())
+            .expect("the server knew the key");
+        assert!(client.verify(b"v=AAAA").is_err());
+        assert!(login("wrong").is_err());
+        let (mut client, _) = ScramClient::start(ScramMechanism::Sha256, "u", "p", "abc");
+        assert!(
+            client.respond(b"r=xyz,s=AAAA,i=4096").is_err(),
+            "not our nonce"
+        );
+        assert!(
+            client.respond(b"r=abcd,s=AAAA,i=100").is_err(),
+            "too few iterations"
+        );
+    }
 
     /// A client's side of the exchange, as RFC 5802 computes it.
     fn client_final(

@@ -433,3 +433,101 @@ impl crate::config::dynamic::Reconfigurable for ListenerTls {
         }
     }
 }
+
+/// The TLS a broker dials another broker's listener with (its own
+/// listener's `ssl.*` settings, as Kafka's inter-broker client takes
+/// them): the peer's chain checked against the truststore, its name
+/// against the host dialled unless `ssl.endpoint.identification.algorithm`
+/// is empty, and the keystore presented when the peer asks for a client
+/// certificate.
+pub fn client_config(config: &SslConfig) -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    let settings = |why: String| TlsError::Settings {
+        listener: config.listener.clone(),
+        why,
+    };
+    let bytes = store_bytes(config)?;
+    if bytes.truststore.is_empty() {
+        return Err(truststore_error(
+            config,
+            "brokers dialling each other over TLS check the peer against ssl.truststore.location or ssl.truststore.certificates, which is unset".into(),
+        ));
+    }
+    let provider = Arc::new(provider(config).map_err(settings)?);
+    let versions = protocol_versions(config).map_err(settings)?;
+    let roots = Arc::new(roots(config, &bytes.truststore)?);
+    let webpki =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .map_err(|e| truststore_error(config, e.to_string()))?;
+    let verifier: Arc<dyn rustls::client::danger::ServerCertVerifier> =
+        if config.endpoint_identification {
+            webpki
+        } else {
+            Arc::new(AnyHostName(webpki))
+        };
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| settings(format!("ssl.enabled.protocols and ssl.cipher.suites: {e}")))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let client = if bytes.keystore.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let identity = identity(config, &bytes.keystore)?;
+        builder
+            .with_client_auth_cert(identity.chain, identity.key)
+            .map_err(|e| {
+                keystore_error(config, format!("the key does not fit its certificate: {e}"))
+            })?
+    };
+    Ok(Arc::new(client))
+}
+
+/// A chain verifier that does not hold the certificate to the host name
+/// (`ssl.endpoint.identification.algorithm=` empty, as Kafka allows).
+#[derive(Debug)]
+struct AnyHostName(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyHostName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                NotValidForName | NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
