@@ -189,10 +189,15 @@ async fn read_requests<R: AsyncRead + Unpin>(
     // User:ANONYMOUS on PLAINTEXT, the certificate's on SSL; SASL
     // replaces it.
     let mut session = Arc::new(session);
-    let mut gate = security.protocol.is_sasl().then_some(SaslGate {
-        exchange: SaslExchange::AwaitingHandshake,
-        bare_token: false,
-    });
+    // KIP-368: a SASL session lives `connections.max.reauth.ms` (0: for
+    // ever); the client re-authenticates on the connection before then,
+    // as the same principal, or is closed at its next request.
+    let lifetime_ms = broker.config.connections_max_reauth_ms.max(0);
+    let mut expires: Option<std::time::Instant> = None;
+    let mut gate = security
+        .protocol
+        .is_sasl()
+        .then(|| SaslGate::new(lifetime_ms, None));
     loop {
         let read = read_request_frame(
             &mut reader,
@@ -214,6 +219,17 @@ async fn read_requests<R: AsyncRead + Unpin>(
         };
         // A quota's delay: no request is taken until it has passed.
         mute.wait().await;
+        if gate.is_none() && expires.is_some() && api_key_of(&frame) == Some(ApiKey::SaslHandshake)
+        {
+            gate = Some(SaslGate::new(lifetime_ms, Some(session.principal.clone())));
+        }
+        if gate.is_none() && expires.is_some_and(|at| std::time::Instant::now() >= at) {
+            log::info!(
+                "closing connection from {peer}: its SASL session of {} ended {lifetime_ms} ms after it authenticated without re-authentication (connections.max.reauth.ms)",
+                session.principal
+            );
+            return;
+        }
         if let Some(sasl) = gate.as_mut() {
             match sasl.take(&frame, &security, peer).await {
                 Gate::Pass => {}
@@ -226,10 +242,27 @@ async fn read_requests<R: AsyncRead + Unpin>(
                         Then::Continue => continue,
                         Then::Close => return,
                         Then::Authenticated(principal) => {
-                            log::info!(
-                                "{peer} authenticated as {principal} on {}",
-                                security.listener
-                            );
+                            let before = gate.as_ref().and_then(|g| g.reauthenticating.clone());
+                            match before {
+                                Some(before) if before != principal => {
+                                    log::warn!(
+                                        "closing connection from {peer}: it re-authenticated as {principal}, not {before}"
+                                    );
+                                    return;
+                                }
+                                Some(_) => log::info!(
+                                    "{peer} re-authenticated as {principal} on {}",
+                                    security.listener
+                                ),
+                                None => log::info!(
+                                    "{peer} authenticated as {principal} on {}",
+                                    security.listener
+                                ),
+                            }
+                            expires = (lifetime_ms > 0).then(|| {
+                                std::time::Instant::now()
+                                    + Duration::from_millis(lifetime_ms as u64)
+                            });
                             session = Arc::new(Session {
                                 principal,
                                 host: peer.ip().to_canonical().to_string(),
@@ -325,6 +358,16 @@ struct SaslGate {
     exchange: SaslExchange,
     /// After a v0 SaslHandshake the token comes as a bare frame.
     bare_token: bool,
+    /// `connections.max.reauth.ms`, told to v1+ clients (0: none).
+    session_lifetime_ms: i64,
+    /// On a re-authentication, the principal the session had.
+    reauthenticating: Option<KafkaPrincipal>,
+}
+
+/// The API key of a request frame (its first two bytes).
+fn api_key_of(frame: &bytes::Bytes) -> Option<ApiKey> {
+    let key = i16::from_be_bytes([*frame.first()?, *frame.get(1)?]);
+    ApiKey::try_from(key).ok()
 }
 
 /// What the reader does with a frame on a SASL listener.
@@ -347,6 +390,15 @@ enum Then {
 }
 
 impl SaslGate {
+    fn new(session_lifetime_ms: i64, reauthenticating: Option<KafkaPrincipal>) -> SaslGate {
+        SaslGate {
+            exchange: SaslExchange::AwaitingHandshake,
+            bare_token: false,
+            session_lifetime_ms,
+            reauthenticating,
+        }
+    }
+
     /// One SaslAuthenticate token (or v0 bare token) through the exchange:
     /// SCRAM's client-first needs the user's credential looked up first.
     async fn step(&mut self, token: &[u8], security: &ListenerSecurity) -> SaslStep {
@@ -443,12 +495,13 @@ impl SaslGate {
                 let token = r.auth_bytes.clone();
                 match self.step(&token, security).await {
                     SaslStep::Authenticate(Ok(principal)) => Gate::Answer {
-                        frame: encode(&SaslAuthenticateResponse::default()),
+                        frame: encode(&self.authenticated(version)),
                         then: Then::Authenticated(principal),
                     },
                     SaslStep::Complete { principal, token } => Gate::Answer {
                         frame: encode(
-                            &SaslAuthenticateResponse::default()
+                            &self
+                                .authenticated(version)
                                 .with_auth_bytes(bytes::Bytes::from(token)),
                         ),
                         then: Then::Authenticated(principal),
@@ -475,6 +528,19 @@ impl SaslGate {
                 }
             }
             _ => Gate::Close(format!("{api:?} before SASL authentication")),
+        }
+    }
+}
+
+impl SaslGate {
+    /// A successful SaslAuthenticate answer: from v1 on it carries the
+    /// session's lifetime (KIP-368), which the client re-authenticates by.
+    fn authenticated(&self, version: i16) -> kafka_protocol::messages::SaslAuthenticateResponse {
+        let response = kafka_protocol::messages::SaslAuthenticateResponse::default();
+        if version >= 1 {
+            response.with_session_lifetime_ms(self.session_lifetime_ms)
+        } else {
+            response
         }
     }
 }

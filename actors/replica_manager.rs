@@ -729,11 +729,10 @@ impl Replicas {
         request: UpdateMetadataRequest,
     ) -> Result<UpdateMetadataResponse, ControllerError> {
         // Brokers dial each other on the inter-broker listener; clients are
-        // told the endpoints of the listener they came in on.
-        let inter_broker = self
-            .broker_config
-            .static_config()
-            .inter_broker_listener_name();
+        // told the endpoints of the listener they came in on. (`current` is
+        // an Arc: the listener name is static, and a clone of the whole
+        // static config per UpdateMetadata is not.)
+        let inter_broker = self.broker_config.current().inter_broker_listener_name();
         let brokers: BTreeMap<i32, BrokerEndpoint> = request
             .live_brokers
             .iter()

@@ -1265,3 +1265,77 @@ fn scram_users_created_over_the_admin_api_log_in() {
     );
     assert_eq!(end_offset_as(&mut good, "ledger"), 7);
 }
+
+/// KIP-368 (`connections.max.reauth.ms`): SaslAuthenticate v1+ tells the
+/// session's lifetime; a client that re-authenticates on its connection as
+/// the same user goes on past it, one that does not is closed at its next
+/// request after it, and one that re-authenticates as someone else is
+/// closed. librdkafka re-authenticates by itself: a producer sending for
+/// longer than three lifetimes gets every record acknowledged, in order.
+#[test]
+fn sasl_sessions_past_connections_max_reauth_ms_reauthenticate_or_close() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = sasl_broker(dir.path(), &["connections.max.reauth.ms=1500"]);
+    let bootstrap = broker.bootstrap.clone();
+    let log_in = |connection: &mut RawConnection, user: &str, password: &str| {
+        assert_eq!(
+            connection
+                .handshake(1, "PLAIN")
+                .expect("handshake")
+                .error_code,
+            0
+        );
+        connection
+            .authenticate(format!("\0{user}\0{password}").as_bytes())
+            .expect("authenticated")
+    };
+    let mut renewing = RawConnection::open(&bootstrap);
+    let answer = log_in(&mut renewing, "alice", "alice-secret");
+    assert_eq!((answer.error_code, answer.session_lifetime_ms), (0, 1500));
+    let mut lapsing = RawConnection::open(&bootstrap);
+    log_in(&mut lapsing, "alice", "alice-secret");
+    std::thread::sleep(Duration::from_millis(1000));
+    log_in(&mut renewing, "alice", "alice-secret");
+    broker.wait_for_line("re-authenticated as User:alice", TIMEOUT);
+    std::thread::sleep(Duration::from_millis(1000));
+    // 2 s after the first login, 1 s after the second.
+    assert!(renewing.metadata().is_some(), "the renewed session goes on");
+    assert!(lapsing.metadata().is_none(), "the lapsed one is closed");
+    broker.wait_for_line("without re-authentication", TIMEOUT);
+    let mut switching = RawConnection::open(&bootstrap);
+    log_in(&mut switching, "alice", "alice-secret");
+    assert_eq!(
+        switching
+            .handshake(1, "PLAIN")
+            .expect("handshake")
+            .error_code,
+        0
+    );
+    let _ = switching.authenticate(b"\0bob\0bob-secret");
+    assert!(switching.metadata().is_none(), "alice cannot become bob");
+    broker.wait_for_line("re-authenticated as User:bob, not User:alice", TIMEOUT);
+
+    let producer: rdkafka::producer::FutureProducer =
+        sasl_config(&bootstrap, "alice", "alice-secret")
+            .set("acks", "all")
+            .create()
+            .expect("producer");
+    let offsets: Vec<i64> = common::block_on(async {
+        let mut offsets = Vec::new();
+        for i in 0..50 {
+            let payload = format!("r{i}");
+            let delivered = producer
+                .send(
+                    rdkafka::producer::FutureRecord::<(), _>::to("renewed").payload(&payload),
+                    Duration::from_secs(30),
+                )
+                .await
+                .expect("acknowledged across re-authentications");
+            offsets.push(delivered.offset);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        offsets
+    });
+    assert_eq!(offsets, (0..50).collect::<Vec<i64>>());
+    assert!(broker.count_lines("re-authenticated as User:alice") >= 3);
+}

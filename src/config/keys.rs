@@ -459,6 +459,8 @@ broker_config! {
         "socket.request.max.bytes" => socket_request_max_bytes: u64 = 100 * 1024 * 1024, Int(1);
         /// Idle connections are closed after this long; negative never closes them.
         "connections.max.idle.ms" => connections_max_idle_ms: i64 = 10 * 60 * 1000, Long(-1);
+        /// Longest a SASL session lives before the client must re-authenticate (KIP-368); 0 never asks.
+        "connections.max.reauth.ms" => connections_max_reauth_ms: i64 = 0, Long(0);
         /// Most client connections open at once.
         "max.connections" => max_connections: usize = 2_147_483_647, Int(0);
         /// Most connections from one client address; more are closed at once.
