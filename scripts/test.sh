@@ -46,7 +46,7 @@ if [ ! -d tests/node/node_modules/kafkajs ]; then
   echo "== installing KafkaJS"
   # Retried: a registry hiccup once failed a fresh machine's first install.
   for attempt in 1 2 3 4 5; do
-    npm install --prefix tests/node --no-audit --no-fund --silent && break
+    npm install --prefix tests/node --no-audit --no-fund && break
     [ "$attempt" = 5 ] && exit 1
     sleep $((attempt * 10))
   done

@@ -364,3 +364,18 @@ fn every_test_architecture_md_cites_exists() {
         "ARCHITECTURE.md cites tests that do not exist: {missing:?}"
     );
 }
+
+/// The broker binary carries code, not data: a 256 MiB all-zero `static`
+/// (the splice placeholder) once sat in `.rodata` of every binary linking
+/// the crate, ~40 test binaries twice over, and filled a CI machine's
+/// disk. A debug build of the broker is well under 150 MB without one.
+#[test]
+fn the_broker_binary_holds_no_huge_static_data() {
+    let binary = env!("CARGO_BIN_EXE_ferrolog");
+    let size = std::fs::metadata(binary).expect("the broker binary").len();
+    assert!(
+        size < 150 * 1024 * 1024,
+        "{binary} is {} MiB",
+        size / (1024 * 1024)
+    );
+}

@@ -12,6 +12,7 @@
 
 use bytes::buf::UninitSlice;
 use bytes::{BufMut, Bytes, BytesMut};
+use std::sync::OnceLock;
 use kafka_protocol::protocol::buf::ByteBufMut;
 
 use super::ProtocolError;
@@ -21,11 +22,17 @@ use crate::storage::FileRegion;
 /// copied into memory instead (see [`placeholder`]).
 pub const MAX_PLACEHOLDER_BYTES: usize = 256 * 1024 * 1024;
 
-static PLACEHOLDER: [u8; MAX_PLACEHOLDER_BYTES] = [0; MAX_PLACEHOLDER_BYTES];
+/// The placeholders' backing bytes: allocated zeroed (calloc maps zero
+/// pages lazily, and nothing writes them, so they cost no memory), not a
+/// `static` array, which would put 256 MiB of zeros into every binary.
+fn placeholder_bytes() -> &'static [u8] {
+    static PLACEHOLDER: OnceLock<&'static [u8]> = OnceLock::new();
+    PLACEHOLDER.get_or_init(|| Box::leak(vec![0u8; MAX_PLACEHOLDER_BYTES].into_boxed_slice()))
+}
 
 /// A stand-in for `len` record bytes, or None when too long to splice.
 pub fn placeholder(len: usize) -> Option<Bytes> {
-    (len <= MAX_PLACEHOLDER_BYTES).then(|| Bytes::from_static(&PLACEHOLDER[..len]))
+    (len <= MAX_PLACEHOLDER_BYTES).then(|| Bytes::from_static(&placeholder_bytes()[..len]))
 }
 
 /// One piece of an outgoing frame.
@@ -142,7 +149,7 @@ unsafe impl BufMut for SplicingBuf {
     }
 
     fn put_slice(&mut self, src: &[u8]) {
-        let is_placeholder = !src.is_empty() && std::ptr::eq(src.as_ptr(), PLACEHOLDER.as_ptr());
+        let is_placeholder = !src.is_empty() && std::ptr::eq(src.as_ptr(), placeholder_bytes().as_ptr());
         if !is_placeholder {
             self.inner.extend_from_slice(src);
             return;
