@@ -754,3 +754,153 @@ fn a_cluster_replicates_over_a_sasl_ssl_inter_broker_listener() {
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+/// Three ZooKeeper brokers with one listener, SASL_SSL, and nothing in
+/// clear: clients, replica fetchers and the controller all authenticate
+/// over TLS. tests/python/secure_checker.py (librdkafka, acks=all,
+/// idempotent) sends ids to 3 partitions of 3 replicas while the leader of
+/// partition 0, then the controller, is SIGKILLed and restarted. Every
+/// acknowledged id is read back once, at its acknowledged offset, in order,
+/// and every ISR fills up again after each kill.
+#[test]
+fn a_sasl_ssl_only_cluster_loses_nothing_when_the_leader_and_the_controller_are_killed() {
+    use common::cluster::Cluster;
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new(&dir.path().join("ca"));
+    let keystore = ca.issue("broker", "/CN=localhost");
+    let ca_pem = ca.ca_pem();
+    let jaas = r#"listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#;
+    let extra = [
+        "listeners=SASL_SSL://127.0.0.1:0".to_string(),
+        "inter.broker.listener.name=SASL_SSL".to_string(),
+        "sasl.enabled.mechanisms=PLAIN".to_string(),
+        "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+        jaas.to_string(),
+        "ssl.keystore.type=PEM".to_string(),
+        format!("ssl.keystore.location={}", keystore.display()),
+        "ssl.truststore.type=PEM".to_string(),
+        format!("ssl.truststore.location={}", ca_pem.display()),
+        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer".to_string(),
+        "super.users=User:broker".to_string(),
+        "allow.everyone.if.no.acl.found=true".to_string(),
+    ];
+    let mut cluster = Cluster::start_with(3, &owned(&extra));
+    let topic = "secured";
+    let mut checker = std::process::Command::new(common::require_tool("python3"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/python/secure_checker.py"
+        ))
+        .args(["--bootstrap", &cluster.bootstrap(1)])
+        .args(["--ca", ca_pem.to_str().expect("path")])
+        .args(["--user", "alice", "--password", "alice-secret", topic])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let stdout = checker.stdout.take().expect("stdout is piped");
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let acked = std::cell::Cell::new(0);
+    // Reads the checker's lines until `until` holds for one, or panics.
+    let next_line = |until: &dyn Fn(&str, usize) -> bool, what: &str| -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("the checker never showed {what}"));
+            if let Some(n) = line.strip_prefix("ACKED ") {
+                acked.set(n.parse().expect("a count"));
+            }
+            assert!(!line.starts_with("FAILED"), "{line}");
+            if until(&line, acked.get()) {
+                return line;
+            }
+        }
+    };
+    next_line(&|line, _| line == "READY", "READY");
+    let state = |partition: i32| -> serde_json::Value {
+        let path = format!("/brokers/topics/{topic}/partitions/{partition}/state");
+        let bytes = cluster.read_znodes(&[path])[0]
+            .clone()
+            .expect("state znode");
+        serde_json::from_slice(&bytes).expect("state JSON")
+    };
+    let full_isrs = |cluster: &Cluster| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let paths: Vec<String> = (0..3)
+                .map(|p| format!("/brokers/topics/{topic}/partitions/{p}/state"))
+                .collect();
+            let isrs: Vec<usize> = cluster
+                .read_znodes(&paths)
+                .iter()
+                .map(|bytes| {
+                    bytes
+                        .as_deref()
+                        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+                        .and_then(|v| v["isr"].as_array().map(Vec::len))
+                        .unwrap_or(0)
+                })
+                .collect();
+            if isrs.iter().all(|&n| n == 3) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "ISR sizes {isrs:?}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let before = next_line(&|_, n| n >= 300, "300 acknowledgements");
+    eprintln!("before the kills: {before}");
+    let leader = state(0)["leader"].as_i64().expect("a leader") as i32;
+    eprintln!("SIGKILL broker {leader}, the leader of {topic}-0");
+    cluster.brokers.remove(&leader).expect("running").kill();
+    std::thread::sleep(Duration::from_secs(5));
+    cluster.start_broker(leader);
+    full_isrs(&cluster);
+    let at = acked.get();
+    next_line(&|_, n| n >= at + 300, "progress after the leader kill");
+    let controller = {
+        let bytes = cluster.read_znodes(&["/controller".to_string()])[0]
+            .clone()
+            .expect("a controller");
+        let value: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        value["brokerid"].as_i64().expect("brokerid") as i32
+    };
+    eprintln!("SIGKILL broker {controller}, the controller");
+    cluster.brokers.remove(&controller).expect("running").kill();
+    std::thread::sleep(Duration::from_secs(5));
+    cluster.start_broker(controller);
+    full_isrs(&cluster);
+    let at = acked.get();
+    next_line(&|_, n| n >= at + 300, "progress after the controller kill");
+    checker
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(b"stop\n")
+        .expect("the checker reads stdin");
+    let verdict = next_line(&|line, _| line.starts_with("OK "), "its verdict");
+    eprintln!("checker: {verdict}");
+    assert!(
+        verdict.contains(" lost 0 misplaced 0 duplicates 0 reordered 0"),
+        "{verdict}"
+    );
+    assert!(checker.wait().expect("the checker exits").success());
+    // Replication and the controller's requests were authenticated.
+    let logged: usize = cluster
+        .brokers
+        .values_mut()
+        .map(|b| b.count_lines("authenticated as User:broker on SASL_SSL"))
+        .sum();
+    assert!(logged > 0, "no broker saw User:broker");
+}

@@ -156,7 +156,10 @@ impl Cluster {
     pub fn start_broker(&mut self, id: i32) {
         let mut overrides = self.overrides(id);
         if let Some(address) = self.addresses.get(&id) {
-            overrides.push(format!("listeners=PLAINTEXT://{address}"));
+            overrides.push(format!(
+                "listeners={}://{address}",
+                self.bootstrap_listener()
+            ));
         }
         let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
         let env: Vec<(&str, &str)> = self
@@ -167,6 +170,19 @@ impl Cluster {
         let broker = BrokerProcess::start_with_env(self.dirs[id as usize].path(), &refs, &env);
         self.addresses.insert(id, broker.bootstrap.clone());
         self.brokers.insert(id, broker);
+    }
+
+    /// The listener a broker's bootstrap address belongs to: the only one
+    /// of an overridden `listeners` line, else PLAINTEXT.
+    fn bootstrap_listener(&self) -> String {
+        self.extra
+            .iter()
+            .rev()
+            .find_map(|line| line.strip_prefix("listeners="))
+            .filter(|listeners| !listeners.contains(','))
+            .and_then(|listener| listener.split("://").next())
+            .unwrap_or("PLAINTEXT")
+            .to_string()
     }
 
     pub fn bootstrap(&self, id: i32) -> String {
