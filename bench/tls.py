@@ -14,14 +14,22 @@ The client is Kafka 3.9.1's own perf tools (the Java client):
 ProducerPerformance (COUNT records of SIZE bytes, acks=1, as fast as it
 goes; records/s and MB/s as it reports them) and ConsumerPerformance
 (reading them all back), over SASL_SSL and, on the same broker, over
-PLAINTEXT, so the TLS cost of each broker is measured too. Repeats
-alternate the brokers; medians, and ferrolog/Kafka ratios of the medians
-of per-repeat ratios, are printed at the end.
+PLAINTEXT, so the TLS cost of each broker is measured too. The broker's
+CPU time (utime + stime from /proc, all threads) over each phase gives its
+CPU seconds per GB moved. Then connection set-up: librdkafka
+(confluent-kafka) opens CONNECTIONS fresh clients over SASL_SSL, each
+authenticating (SCRAM-SHA-512 with 4096 iterations, a user made with
+Kafka's kafka-configs through AlterUserScramCredentials, then PLAIN) and
+answering one Metadata request; the median per connection and the
+broker's CPU per connection. Repeats alternate the brokers; medians, and
+ferrolog/Kafka ratios of the medians of per-repeat ratios, are printed at
+the end.
 
 Environment (all optional):
   FERROLOG_BENCH_REPEATS=3   repeats
   FERROLOG_BENCH_COUNT=1000000
-  FERROLOG_BENCH_SIZE=100
+  FERROLOG_BENCH_SIZE=1024
+  FERROLOG_BENCH_CONNECTIONS=30
   FERROLOG_BENCH_NO_BUILD=1  use target/release/ferrolog as it is
   CARGO_TARGET_DIR           where the release build is
 
@@ -43,7 +51,9 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPEATS = int(os.environ.get("FERROLOG_BENCH_REPEATS", "3"))
 COUNT = int(os.environ.get("FERROLOG_BENCH_COUNT", "1000000"))
-SIZE = int(os.environ.get("FERROLOG_BENCH_SIZE", "100"))
+SIZE = int(os.environ.get("FERROLOG_BENCH_SIZE", "1024"))
+CONNECTIONS = int(os.environ.get("FERROLOG_BENCH_CONNECTIONS", "30"))
+SCRAM_USER, SCRAM_PASSWORD = "scrambench", "scram-bench-secret"
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="bench" password="bench-secret" user_bench="bench-secret";')
@@ -101,8 +111,10 @@ def security_lines(plain_port, ssl_port, keystore):
         f"listeners=PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{ssl_port}",
         "ssl.keystore.type=PEM",
         f"ssl.keystore.location={keystore}",
-        "sasl.enabled.mechanisms=PLAIN",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
         f"listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS}",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     ]
 
 
@@ -152,6 +164,12 @@ class Broker:
         wait_port(self.plain, self.process)
         wait_port(self.ssl, self.process)
         time.sleep(3 if kind == "kafka" else 0.5)
+
+    def cpu_seconds(self):
+        """The broker process's CPU time so far (every thread)."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         for p in reversed(self.processes):
@@ -207,6 +225,36 @@ def consume(classpath, bootstrap, topic, config):
     return {"records_per_sec": float(fields[9]), "mb_per_sec": float(fields[8])}
 
 
+def add_scram_user(classpath, bootstrap):
+    """A SCRAM-SHA-512 user with 4096 iterations, as an operator adds one
+    (kafka-configs over AlterUserScramCredentials)."""
+    tool(classpath, "kafka.admin.ConfigCommand", [
+        "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users",
+        "--entity-name", SCRAM_USER, "--add-config",
+        f"SCRAM-SHA-512=[iterations=4096,password={SCRAM_PASSWORD}]"])
+
+
+def connection_setup(broker, ca, mechanism):
+    """Median ms per fresh authenticated client (TCP, TLS, SASL, one
+    Metadata), and the broker's CPU ms per connection."""
+    from confluent_kafka.admin import AdminClient
+    user, password = (SCRAM_USER, SCRAM_PASSWORD) if mechanism != "PLAIN" \
+        else ("bench", "bench-secret")
+    config = {"bootstrap.servers": f"127.0.0.1:{broker.ssl}", "broker.address.family": "v4",
+              "security.protocol": "SASL_SSL", "ssl.ca.location": ca,
+              "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    times = []
+    cpu = broker.cpu_seconds()
+    for _ in range(CONNECTIONS):
+        started = time.perf_counter()
+        client = AdminClient(dict(config))
+        client.list_topics(timeout=20)
+        times.append((time.perf_counter() - started) * 1000)
+        del client
+    return {"ms": statistics.median(times),
+            "broker_cpu_ms": (broker.cpu_seconds() - cpu) * 1000 / CONNECTIONS}
+
+
 def main():
     if not shutil.which("openssl") or not shutil.which("keytool"):
         sys.exit("needs openssl and keytool")
@@ -225,35 +273,63 @@ def main():
             kinds = ["ferrolog", "kafka"] if repeat % 2 == 0 else ["kafka", "ferrolog"]
             for kind in kinds:
                 broker = Broker(kind, work, keystore, classpath)
+                gb = COUNT * SIZE / 1e9
                 try:
                     for protocol in ("SASL_SSL", "PLAINTEXT"):
                         port = broker.ssl if protocol == "SASL_SSL" else broker.plain
                         bootstrap = f"127.0.0.1:{port}"
                         config = client_config(work, protocol, truststore)
                         topic = f"bench-{protocol.lower()}-{repeat}"
+                        cpu = broker.cpu_seconds()
                         p = produce(classpath, bootstrap, topic, config)
+                        p["cpu_s_per_gb"] = (broker.cpu_seconds() - cpu) / gb
+                        cpu = broker.cpu_seconds()
                         c = consume(classpath, bootstrap, topic, config)
+                        c["cpu_s_per_gb"] = (broker.cpu_seconds() - cpu) / gb
                         results[(kind, protocol, "produce")].append(p)
                         results[(kind, protocol, "consume")].append(c)
                         log(f"repeat {repeat} {kind} {protocol}: produce {p} consume {c}")
+                    add_scram_user(classpath, f"127.0.0.1:{broker.plain}")
+                    for mechanism in ("SCRAM-SHA-512", "PLAIN"):
+                        setup = connection_setup(broker, os.path.join(work, "ca.pem"), mechanism)
+                        results[(kind, mechanism, "connect")].append(setup)
+                        log(f"repeat {repeat} {kind} {mechanism} connection set-up: {setup}")
                 finally:
                     broker.stop()
         print(f"\n{COUNT} records of {SIZE} B, acks=1, Kafka 3.9.1's ProducerPerformance and "
               f"ConsumerPerformance, {REPEATS} repeats (medians)\n")
-        print(f"{'broker':9} {'protocol':10} {'phase':8} {'records/s':>11} {'MB/s':>8} {'p99 ms':>7}")
+        print(f"{'broker':9} {'protocol':10} {'phase':8} {'records/s':>11} {'MB/s':>8} "
+              f"{'p99 ms':>7} {'CPU s/GB':>9}")
         for (kind, protocol, phase), runs in sorted(results.items()):
+            if phase == "connect":
+                continue
             rate = statistics.median(r["records_per_sec"] for r in runs)
             mb = statistics.median(r["mb_per_sec"] for r in runs)
             p99 = statistics.median(r.get("p99_ms", 0) for r in runs)
-            print(f"{kind:9} {protocol:10} {phase:8} {rate:11.0f} {mb:8.2f} {p99:7.0f}")
+            cpu = statistics.median(r["cpu_s_per_gb"] for r in runs)
+            print(f"{kind:9} {protocol:10} {phase:8} {rate:11.0f} {mb:8.2f} {p99:7.0f} {cpu:9.2f}")
+        print(f"\nconnection set-up over SASL_SSL, {CONNECTIONS} fresh librdkafka clients each "
+              "(median ms per connection; broker CPU ms per connection)")
+        for kind in ("ferrolog", "kafka"):
+            for mechanism in ("SCRAM-SHA-512", "PLAIN"):
+                runs = results[(kind, mechanism, "connect")]
+                print(f"  {kind:9} {mechanism:14} {statistics.median(r['ms'] for r in runs):7.1f} ms "
+                      f"{statistics.median(r['broker_cpu_ms'] for r in runs):7.2f} CPU ms")
         print("\nferrolog / Kafka records/s (median of per-repeat ratios)")
         for protocol in ("SASL_SSL", "PLAINTEXT"):
             for phase in ("produce", "consume"):
                 ours = results[("ferrolog", protocol, phase)]
                 theirs = results[("kafka", protocol, phase)]
                 ratios = [a["records_per_sec"] / b["records_per_sec"] for a, b in zip(ours, theirs)]
+                cpu = [a["cpu_s_per_gb"] / b["cpu_s_per_gb"] for a, b in zip(ours, theirs)]
                 print(f"  {protocol:10} {phase:8} {statistics.median(ratios):.2f} "
-                      f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+                      f"(min {min(ratios):.2f}, max {max(ratios):.2f}); "
+                      f"broker CPU per GB {statistics.median(cpu):.2f}")
+        for mechanism in ("SCRAM-SHA-512", "PLAIN"):
+            ours = results[("ferrolog", mechanism, "connect")]
+            theirs = results[("kafka", mechanism, "connect")]
+            ratios = [a["ms"] / b["ms"] for a, b in zip(ours, theirs)]
+            print(f"  {mechanism} connection set-up time {statistics.median(ratios):.2f}")
         print("\nSASL_SSL / PLAINTEXT records/s on the same broker (the cost of TLS)")
         for kind in ("ferrolog", "kafka"):
             for phase in ("produce", "consume"):

@@ -610,6 +610,28 @@ fn mangled_tls_handshakes_close_only_their_connection() {
     assert!(RawConnection::open(&plaintext).api_versions_answered());
 }
 
+/// A cluster broker's lines for a SASL_SSL inter-broker listener: a PEM
+/// keystore for localhost issued by `ca`, SASL/PLAIN with the users
+/// `broker` (the brokers' own login) and `alice`, and the ACL authorizer
+/// (everyone allowed where no ACL is found).
+fn sasl_ssl_broker_lines(ca: &TestCa, listeners: &str) -> Vec<String> {
+    let keystore = ca.issue("broker", "/CN=localhost");
+    let jaas = r#"listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#;
+    vec![
+        listeners.to_string(),
+        "inter.broker.listener.name=SASL_SSL".to_string(),
+        "sasl.enabled.mechanisms=PLAIN".to_string(),
+        "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+        jaas.to_string(),
+        "ssl.keystore.type=PEM".to_string(),
+        format!("ssl.keystore.location={}", keystore.display()),
+        "ssl.truststore.type=PEM".to_string(),
+        format!("ssl.truststore.location={}", ca.ca_pem().display()),
+        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer".to_string(),
+        "allow.everyone.if.no.acl.found=true".to_string(),
+    ]
+}
+
 /// Three ZooKeeper brokers reach each other on a SASL_SSL inter-broker
 /// listener: TLS checked against the truststore, SASL/PLAIN as
 /// `User:broker`. Once the cluster's ACLs give CLUSTER_ACTION to
@@ -622,22 +644,11 @@ fn a_cluster_replicates_over_a_sasl_ssl_inter_broker_listener() {
     use common::cluster::{create_replicated_topic, Cluster};
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = TestCa::new(&dir.path().join("ca"));
-    let keystore = ca.issue("broker", "/CN=localhost");
     let ca_pem = ca.ca_pem();
-    let jaas = r#"listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#;
-    let extra = [
-        "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0".to_string(),
-        "inter.broker.listener.name=SASL_SSL".to_string(),
-        "sasl.enabled.mechanisms=PLAIN".to_string(),
-        "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
-        jaas.to_string(),
-        "ssl.keystore.type=PEM".to_string(),
-        format!("ssl.keystore.location={}", keystore.display()),
-        "ssl.truststore.type=PEM".to_string(),
-        format!("ssl.truststore.location={}", ca_pem.display()),
-        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer".to_string(),
-        "allow.everyone.if.no.acl.found=true".to_string(),
-    ];
+    let extra = sasl_ssl_broker_lines(
+        &ca,
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+    );
     let mut cluster = Cluster::start_with(3, &owned(&extra));
     let plaintext = cluster.bootstrap(0);
     // CLUSTER_ACTION (9) for User:broker only; ANONYMOUS may CREATE (5)
@@ -768,23 +779,9 @@ fn a_sasl_ssl_only_cluster_loses_nothing_when_the_leader_and_the_controller_are_
     use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = TestCa::new(&dir.path().join("ca"));
-    let keystore = ca.issue("broker", "/CN=localhost");
     let ca_pem = ca.ca_pem();
-    let jaas = r#"listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";"#;
-    let extra = [
-        "listeners=SASL_SSL://127.0.0.1:0".to_string(),
-        "inter.broker.listener.name=SASL_SSL".to_string(),
-        "sasl.enabled.mechanisms=PLAIN".to_string(),
-        "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
-        jaas.to_string(),
-        "ssl.keystore.type=PEM".to_string(),
-        format!("ssl.keystore.location={}", keystore.display()),
-        "ssl.truststore.type=PEM".to_string(),
-        format!("ssl.truststore.location={}", ca_pem.display()),
-        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer".to_string(),
-        "super.users=User:broker".to_string(),
-        "allow.everyone.if.no.acl.found=true".to_string(),
-    ];
+    let mut extra = sasl_ssl_broker_lines(&ca, "listeners=SASL_SSL://127.0.0.1:0");
+    extra.push("super.users=User:broker".to_string());
     let mut cluster = Cluster::start_with(3, &owned(&extra));
     let topic = "secured";
     let mut checker = std::process::Command::new(common::require_tool("python3"))
