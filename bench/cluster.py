@@ -133,7 +133,7 @@ class Cluster:
             if kind == "ferrolog":
                 command = [ferrolog_bin, "--config", f"{ROOT}/config/server.properties"]
                 for override in (f"broker.id={broker_id}", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                                 f"log.dirs={data}", f"zookeeper.connect=127.0.0.1:{zk_port}",
+                                 f"http.listener=http://127.0.0.1:{free_port()}", f"log.dirs={data}", f"zookeeper.connect=127.0.0.1:{zk_port}",
                                  "group.initial.rebalance.delay.ms=0"):
                     command += ["--override", override]
             else:

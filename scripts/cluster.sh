@@ -74,6 +74,7 @@ CFG
     "$bin" --config config/server.properties \
       --override "broker.id=$id" \
       --override "listeners=PLAINTEXT://127.0.0.1:$port" \
+      --override "http.listener=http://127.0.0.1:$(free_port)" \
       --override "log.dirs=$dir/broker-$id" \
       --override "zookeeper.connect=127.0.0.1:$zk_port/ferrolog" \
       > "$dir/broker-$id.log" 2>&1 &

@@ -35,10 +35,11 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${apt_missing[@]}"
 fi
-if ! python3 -c 'import kafka, confluent_kafka, lz4' 2>/dev/null; then
+if ! python3 -c 'import kafka, confluent_kafka, lz4, prometheus_client' 2>/dev/null; then
   echo "== installing the Python Kafka clients"
-  # Versions the suite was written against; lz4 gives kafka-python its codec.
-  pips=('kafka-python==3.0.12' 'lz4==4.4.5' 'confluent-kafka==2.16.1')
+  # Versions the suite was written against; lz4 gives kafka-python its codec;
+  # prometheus-client's parser checks what /metrics serves.
+  pips=('kafka-python==3.0.12' 'lz4==4.4.5' 'confluent-kafka==2.16.1' 'prometheus-client==0.23.1')
   python3 -m pip install -q "${pips[@]}" \
     || python3 -m pip install -q --break-system-packages "${pips[@]}"
 fi

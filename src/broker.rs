@@ -154,6 +154,9 @@ pub struct BrokerHandle {
     pool: ActorPoolThreads,
     /// Kept to end the ZooKeeper session at shutdown.
     store: Arc<dyn MetadataStore>,
+    /// `http.listener`'s server, if one is configured.
+    http: Option<crate::net::http::HttpServer>,
+    state: crate::broker_state::SharedBrokerState,
 }
 
 /// Starts brokers: see [`Broker::builder`].
@@ -219,6 +222,9 @@ impl BrokerBuilder {
             Some(store) => store,
             None => open_metadata_store(&config).await?,
         };
+        let state = crate::broker_state::SharedBrokerState::default();
+        state.set(crate::broker_state::BrokerState::Starting);
+        let metrics = Arc::new(crate::metrics::BrokerMetrics::new());
         let (fatal, fatal_receiver) = BrokerFatal::new();
         let (log, loaded) = LogManager::start_supervised(
             LogManagerConfig::from_broker(&config),
@@ -256,6 +262,7 @@ impl BrokerBuilder {
             let (socket, bound) = bind(listener).await?;
             bound_listeners.push((listener.clone(), socket, bound, security));
         }
+        let http = bind_http(&config)?;
         // How this broker reaches the others: the inter-broker listener's
         // TLS and SASL login.
         let inter_broker = crate::net::inter_broker::InterBrokerSecurity::of(&config)
@@ -297,6 +304,7 @@ impl BrokerBuilder {
                 high_watermark_checkpoint_interval_ms: config
                     .replica_high_watermark_checkpoint_interval_ms,
                 broker_config: dynamic.clone(),
+                metrics: metrics.clone(),
             },
         };
         let replica_manager = {
@@ -385,6 +393,7 @@ impl BrokerBuilder {
             partitions: partitions.clone(),
             metadata: cache.clone(),
             authorizer: authorizer.clone(),
+            metrics: metrics.clone(),
         };
         let extension_context = ExtensionContext::new(
             produce_path.clone(),
@@ -429,6 +438,7 @@ impl BrokerBuilder {
             authorizer,
             scram_credentials,
             client_quotas,
+            metrics: metrics.clone(),
         });
         let network: Vec<Arbiter> = (0..config.num_network_threads.clamp(1, 64))
             .map(|_| Arbiter::new())
@@ -459,6 +469,26 @@ impl BrokerBuilder {
         if config.log_cleaner_enable {
             crate::actors::log_cleaner::LogCleaner::start(dynamic.clone(), cleaner_shards);
         }
+        let http = match http {
+            Some((socket, tls)) => {
+                let sources = crate::metrics::scrape::ScrapeSources {
+                    broker_id: context.broker_id,
+                    metadata: context.metadata.clone(),
+                    partitions: context.partitions.clone(),
+                    dynamic: dynamic.clone(),
+                    state: state.clone(),
+                    log_dirs: log.clone().recipient(),
+                    metrics: metrics.clone(),
+                    started: std::time::SystemTime::now(),
+                };
+                let server = crate::net::http::HttpServer::start(socket, tls, sources).map_err(
+                    |source| BrokerError::new(BrokerErrorKind::Listen, "http.listener", source),
+                )?;
+                Some(server)
+            }
+            None => None,
+        };
+        state.set(crate::broker_state::BrokerState::RunningAsBroker);
         let offline = loaded.iter().filter(|l| l.offsets.is_err()).count();
         let recovered: usize = loaded.iter().map(|l| l.recovered_segments).sum();
         log::info!(
@@ -483,8 +513,49 @@ impl BrokerBuilder {
             network,
             pool: pool_threads,
             store,
+            http,
+            state,
         })
     }
+}
+
+/// `http.listener`'s socket, bound at start-up, and its TLS for https://
+/// (the broker's `ssl.*` keystore, or `listener.name.http.ssl.*`).
+#[allow(clippy::type_complexity)]
+fn bind_http(
+    config: &BrokerConfig,
+) -> Result<Option<(std::net::TcpListener, Option<tokio_rustls::TlsAcceptor>)>, BrokerError> {
+    use crate::config::HttpListener;
+    let Some(address) = config.http_listener.address() else {
+        return Ok(None);
+    };
+    let tls = match config.http_listener {
+        HttpListener::Https(_) => {
+            let listener = crate::config::Listener {
+                name: "HTTP".to_string(),
+                security_protocol: crate::config::SecurityProtocol::Ssl,
+                host: address.ip().to_string(),
+                port: address.port(),
+            };
+            let ssl = config
+                .ssl_config(&listener)
+                .map_err(|e| BrokerError::config(format!("http.listener: {e}")))?;
+            let tls = crate::security::tls::TlsListener::new(ssl)
+                .map_err(|e| BrokerError::config(format!("http.listener: {e}")))?;
+            Some(tls.acceptor().ok_or_else(|| {
+                BrokerError::config("http.listener is https:// but no ssl.keystore is set")
+            })?)
+        }
+        _ => None,
+    };
+    let socket = crate::net::http::HttpServer::bind(address).map_err(|source| {
+        BrokerError::new(
+            BrokerErrorKind::Listen,
+            format!("cannot listen on {address} (http.listener)"),
+            source,
+        )
+    })?;
+    Ok(Some((socket, tls)))
 }
 
 /// ZooKeeper when `zookeeper.connect` is set, else the embedded store.
@@ -677,6 +748,11 @@ impl BrokerHandle {
         }
     }
 
+    /// Where `http.listener` serves (`/metrics`, `/healthz`, `/readyz`).
+    pub fn http_address(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|h| h.bound)
+    }
+
     /// In a cluster, first ask the controller to move this broker's
     /// leaderships away (controlled shutdown); then stop accepting, stop
     /// the partitions, flush every log, write the checkpoints and the
@@ -686,7 +762,9 @@ impl BrokerHandle {
     }
 
     async fn stop(self, controlled: bool) -> Result<(), BrokerError> {
+        use crate::broker_state::BrokerState;
         if controlled {
+            self.state.set(BrokerState::PendingControlledShutdown);
             // Before the listener closes: the controller may be this broker.
             crate::controlled_shutdown::request_controlled_shutdown(
                 &self.config,
@@ -696,6 +774,7 @@ impl BrokerHandle {
             )
             .await;
         }
+        self.state.set(BrokerState::BrokerShuttingDown);
         for acceptor in &self.acceptors {
             let _ = acceptor.send(StopAccepting).await;
         }
@@ -713,6 +792,11 @@ impl BrokerHandle {
         if let Err(e) = self.store.close().await {
             log::warn!("closing the metadata store session: {e}");
         }
+        // Last: a readiness probe sees the shutdown until the end.
+        if let Some(http) = &self.http {
+            http.stop();
+        }
+        self.state.set(BrokerState::NotRunning);
         log::info!("broker {} shut down cleanly", self.context.broker_id);
         Ok(())
     }

@@ -56,6 +56,9 @@ pub struct BrokerContext {
     /// Client quotas (`/config/users`, `/config/clients`): stored for the
     /// KIP-546 APIs, applied to produce and fetch.
     pub client_quotas: std::sync::Arc<crate::quota::ClientQuotas>,
+    /// Kafka's BrokerTopicMetrics and RequestMetrics, counted as requests
+    /// are answered.
+    pub metrics: std::sync::Arc<crate::metrics::BrokerMetrics>,
 }
 
 impl BrokerContext {

@@ -84,11 +84,13 @@ internal_modules! {
     mod api;
     mod auto_topic_creation;
     mod broker_context;
+    mod broker_state;
     mod cluster;
     mod controlled_shutdown;
     mod controller;
     mod group;
     mod metadata;
+    mod metrics;
     mod net;
     mod open_files;
     mod producer_ids;

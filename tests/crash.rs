@@ -24,7 +24,7 @@ const MAX_APPENDS: usize = 200_000;
 
 fn broker_config(dir: &str) -> BrokerConfig {
     BrokerConfig::from_properties(
-        &format!("log.dirs={dir}\nlog.segment.bytes=65536\nnum.io.threads=2\nlisteners=PLAINTEXT://127.0.0.1:0\n"),
+        &format!("log.dirs={dir}\nlog.segment.bytes=65536\nnum.io.threads=2\nlisteners=PLAINTEXT://127.0.0.1:0\nhttp.listener=http://127.0.0.1:0\n"),
         &[],
     )
     .unwrap()

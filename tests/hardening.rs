@@ -336,6 +336,7 @@ fn a_malformed_checkpoint_means_recovery_not_a_dead_broker() {
         ])
         .args(["--override", &format!("log.dirs={}", path.display())])
         .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .args(["--override", "http.listener=http://127.0.0.1:0"])
         .output()
         .unwrap();
     assert!(!second.status.success());

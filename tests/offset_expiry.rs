@@ -58,7 +58,7 @@ fn committed(bootstrap: &str) -> i64 {
 fn committed_offsets_expire_after_the_retention() {
     let dir = tempfile::tempdir().unwrap();
     let properties = format!(
-        "log.dirs={}\nlisteners=PLAINTEXT://127.0.0.1:0\noffsets.topic.replication.factor=1\n\
+        "log.dirs={}\nlisteners=PLAINTEXT://127.0.0.1:0\nhttp.listener=http://127.0.0.1:0\noffsets.topic.replication.factor=1\n\
          offsets.topic.num.partitions=3\noffsets.retention.minutes=60\n\
          offsets.retention.check.interval.ms=50\n",
         dir.path().display()

@@ -407,6 +407,8 @@ fn encrypted_and_inline_pem_keystores_load() {
     command.args([
         "--override",
         &format!("log.dirs={}", dir.path().join("logs2").display()),
+        "--override",
+        "http.listener=http://127.0.0.1:0",
     ]);
     for o in &wrong {
         command.args(["--override", o]);

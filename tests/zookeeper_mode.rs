@@ -150,7 +150,8 @@ fn run_to_exit(log_dir: &std::path::Path, overrides: &[&str]) -> Output {
             concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.properties"),
         ])
         .args(["--override", &format!("log.dirs={}", log_dir.display())])
-        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"]);
+        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .args(["--override", "http.listener=http://127.0.0.1:0"]);
     for o in overrides {
         command.args(["--override", o]);
     }
@@ -565,7 +566,7 @@ fn start_up_errors_carry_a_kind_an_embedder_can_match() {
     assert!(busy.to_string().contains(&taken_port.to_string()), "{busy}");
 
     let unreachable = start(format!(
-        "listeners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\n\
+        "listeners=PLAINTEXT://127.0.0.1:0\nhttp.listener=http://127.0.0.1:0\nlog.dirs={}\n\
          zookeeper.connect=127.0.0.1:{free_port}\nzookeeper.connection.timeout.ms=1000\n",
         dir.path().join("zk").display()
     ))
@@ -590,7 +591,7 @@ fn session_expiry_re_registers_and_re_elects_once() {
     let connect = zk.connect_string();
     let config = ferrolog::config::BrokerConfig::from_properties(
         &format!(
-            "log.dirs={}\nlisteners=PLAINTEXT://127.0.0.1:0\noffsets.topic.replication.factor=1\n\
+            "log.dirs={}\nlisteners=PLAINTEXT://127.0.0.1:0\nhttp.listener=http://127.0.0.1:0\noffsets.topic.replication.factor=1\n\
              zookeeper.connect={connect}\nzookeeper.session.timeout.ms=4000\n",
             dir.path().display()
         ),

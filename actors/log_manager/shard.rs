@@ -885,6 +885,11 @@ pub struct ReplicaLog {
     /// Kafka's offset lag of a current (not future) replica: how far its
     /// log end is below its high watermark, never negative.
     pub offset_lag: i64,
+    /// Kafka's `kafka.log:type=Log` gauges: LogStartOffset, LogEndOffset,
+    /// NumLogSegments.
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub segments: usize,
 }
 
 /// The shard's online logs, each with its directory and size (offline
@@ -910,6 +915,9 @@ impl Handler<DescribeShardLogs> for LogShard {
                         log_dir: log.dir().parent().unwrap_or(log.dir()).to_path_buf(),
                         size_bytes: log.size_in_bytes(),
                         offset_lag: (log.high_watermark() - log.log_end_offset()).max(0),
+                        log_start_offset: log.log_start_offset(),
+                        log_end_offset: log.log_end_offset(),
+                        segments: log.segment_count(),
                     }),
                     PartitionState::Offline { .. } => None,
                 })

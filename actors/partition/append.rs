@@ -81,6 +81,8 @@ pub struct ProducePath {
     pub metadata: MetadataCache,
     /// `None`: no authorizer, every write allowed.
     pub authorizer: Option<Arc<AclAuthorizer>>,
+    /// Where appends are counted (Kafka's BrokerTopicMetrics).
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
 }
 
 impl ProducePath {
@@ -110,6 +112,10 @@ impl ProducePath {
         timeout: Duration,
         current_leader_epoch: i32,
     ) -> PendingAppend {
+        let stats = &self.metrics.topics;
+        // Kafka's ReplicaManager.appendToLocalLog: every append asked for
+        // counts, including refused ones.
+        stats.add(&tp.topic, 1, |s| &s.total_produce_requests);
         let refused = |e: ProduceError| -> PendingAppend { Box::pin(std::future::ready(Err(e))) };
         if !self.may_write(session, &tp.topic) {
             return refused(ProduceError::TopicAuthorizationFailed(tp.topic));
@@ -134,15 +140,34 @@ impl ProducePath {
         } else {
             Acks::Leader
         };
+        let bytes = records.len() as u64;
         let append = handle.addr.send(AppendRecords {
             records,
             acks: required,
             current_leader_epoch,
         });
+        let metrics = self.metrics.clone();
+        let topic = tp.topic;
         Box::pin(async move {
+            let stats = &metrics.topics;
             match append.await {
-                Ok(Ok(produced)) => Ok(produced),
-                Ok(Err(e)) => Err(ProduceError::Partition(e)),
+                Ok(Ok(produced)) => {
+                    // A duplicate an idempotent producer retried was not
+                    // appended again.
+                    if !produced.info.duplicate {
+                        stats.add(&topic, produced.info.record_count, |s| &s.messages_in);
+                        stats.add(&topic, bytes, |s| &s.bytes_in);
+                    }
+                    Ok(produced)
+                }
+                Ok(Err(e)) => {
+                    // As Kafka: what the log refused is a failed produce;
+                    // a partition led elsewhere is the client's to retry.
+                    if e.code() != ResponseError::NotLeaderOrFollower.code() {
+                        stats.add(&topic, 1, |s| &s.failed_produce_requests);
+                    }
+                    Err(ProduceError::Partition(e))
+                }
                 Err(_) => Err(ProduceError::PartitionStopped),
             }
         })

@@ -160,6 +160,11 @@ impl PartitionActor {
                         let before = leader.isr.clone();
                         if leader.complete_isr_write(&isr, Some(written)) {
                             log::info!("partition {}: ISR {before:?} -> {isr:?}", actor.tp);
+                            if isr.len() < before.len() {
+                                actor.replica.metrics.isr_shrinks.inc();
+                            } else if isr.len() > before.len() {
+                                actor.replica.metrics.isr_expands.inc();
+                            }
                             actor.assignment.isr = isr.iter().copied().collect();
                             actor.assignment.zk_version = written;
                         }

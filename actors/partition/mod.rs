@@ -168,6 +168,8 @@ pub struct ReplicaContext {
     /// The broker's config now (KIP-226): its `min.insync.replicas` is the
     /// default of a topic without an override.
     pub broker_config: DynamicBrokerConfig,
+    /// Where ISR shrinks and expansions are counted.
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
 }
 
 impl ReplicaContext {
@@ -183,6 +185,7 @@ impl ReplicaContext {
             replica_lag_time_max_ms: 30_000,
             high_watermark_checkpoint_interval_ms: 5_000,
             broker_config: DynamicBrokerConfig::new(crate::config::BrokerConfig::default()),
+            metrics: Default::default(),
         }
     }
 }

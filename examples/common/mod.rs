@@ -47,6 +47,8 @@ pub fn run(
     };
     let mut overrides = vec![
         format!("listeners=PLAINTEXT://127.0.0.1:{}", args.port),
+        // Any free port: several examples may run side by side.
+        "http.listener=http://127.0.0.1:0".to_string(),
         format!("log.dirs={}", log_dir.display()),
         "broker.id=0".to_string(),
         // One broker: internal topics cannot have three replicas.

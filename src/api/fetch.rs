@@ -140,6 +140,7 @@ pub async fn handle(
                 .map(|name| FetchableTopicResponse::default().with_topic(name.clone()))
                 .collect();
             for (w, partition) in wanted.iter().zip(partitions) {
+                count_fetch(ctx, w, &partition, replica.is_some());
                 responses[w.topic_index].partitions.push(partition);
             }
             let response = FetchResponse::default().with_responses(responses);
@@ -157,6 +158,42 @@ pub async fn handle(
         if let Some(index) = gone {
             // That partition is gone (deleted): stop waiting on its feed.
             feeds.remove(index);
+        }
+    }
+}
+
+/// Kafka's BrokerTopicMetrics for one partition of a fetch answered:
+/// TotalFetchRequests for each partition read (an unauthorized one is
+/// not read), FailedFetchRequests for a read that failed other than by
+/// a partition moving or an offset out of range (Kafka's list), and the
+/// record bytes out, to a consumer or to a follower.
+fn count_fetch(ctx: &BrokerContext, w: &Wanted, partition: &PartitionData, follower: bool) {
+    if w.denied {
+        return;
+    }
+    let stats = &ctx.metrics.topics;
+    let topic = &w.tp.topic;
+    stats.add(topic, 1, |s| &s.total_fetch_requests);
+    let expected = [
+        ResponseError::UnknownTopicOrPartition,
+        ResponseError::NotLeaderOrFollower,
+        ResponseError::UnknownLeaderEpoch,
+        ResponseError::FencedLeaderEpoch,
+        ResponseError::ReplicaNotAvailable,
+        ResponseError::KafkaStorageError,
+        ResponseError::OffsetOutOfRange,
+        ResponseError::LeaderNotAvailable,
+    ];
+    let code = partition.error_code;
+    if code != 0 && !expected.iter().any(|e| e.code() == code) {
+        stats.add(topic, 1, |s| &s.failed_fetch_requests);
+    }
+    let bytes = partition.records.as_ref().map_or(0, |r| r.len()) as u64;
+    if bytes > 0 {
+        if follower {
+            stats.add(topic, bytes, |s| &s.replication_bytes_out);
+        } else {
+            stats.add(topic, bytes, |s| &s.bytes_out);
         }
     }
 }

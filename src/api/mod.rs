@@ -161,9 +161,32 @@ pub async fn handle(
             | Request::ApiVersions(_)
     );
     let counted = !matches!(frame.body, Request::Produce(_) | Request::Fetch(_)) && !exempt;
+    let fetch_from = match &frame.body {
+        Request::Fetch(f) if f.replica_id.0.max(f.replica_state.replica_id.0) >= 0 => {
+            Some((crate::metrics::FETCH_FOLLOWER_KEY, "FetchFollower"))
+        }
+        Request::Fetch(_) => Some((crate::metrics::FETCH_CONSUMER_KEY, "FetchConsumer")),
+        _ => None,
+    };
     let answer = answer(ctx, frame.body, origin, &throttling, api, version, correlation_id).await;
     if counted {
         throttling.other();
+    }
+    // Kafka's RequestMetrics: from the frame's arrival here to its answer.
+    let took = throttling.started.elapsed();
+    let requests = &ctx.metrics.requests;
+    let name = || format!("{api:?}");
+    requests.record(
+        &crate::metrics::RequestName {
+            key: api as i16,
+            name: &name,
+        },
+        version,
+        took,
+    );
+    if let Some((key, kind)) = fetch_from {
+        let name = || kind.to_string();
+        requests.record(&crate::metrics::RequestName { key, name: &name }, version, took);
     }
     answer
 }

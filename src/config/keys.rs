@@ -215,6 +215,15 @@ impl KeyValue for SaslMechanisms {
     }
 }
 
+impl KeyValue for super::HttpListener {
+    fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
+        super::HttpListener::parse(raw)
+    }
+    fn text(&self) -> String {
+        super::HttpListener::text(self)
+    }
+}
+
 impl KeyValue for SuperUsers {
     fn parse(_: &str, raw: &str, _: Rule) -> Result<Self, ConfigError> {
         SuperUsers::parse(raw)
@@ -590,6 +599,9 @@ broker_config! {
         "sasl.mechanism.inter.broker.protocol" => sasl_mechanism_inter_broker_protocol: String = "GSSAPI".to_string(), Str;
         /// Whether a resource without any ACL is open to everyone.
         "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: bool = false, Boolean;
+
+        /// Where /metrics, /healthz and /readyz are served: http://HOST:PORT, https://HOST:PORT (the broker's ssl.* keystore), or empty for none.
+        "http.listener" => http_listener: super::HttpListener = super::HttpListener::default(), Str;
 
         /// On SIGTERM in a cluster, move this broker's leaderships away first.
         "controlled.shutdown.enable" => controlled_shutdown_enable: bool = true, Boolean;

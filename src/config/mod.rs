@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use java_properties::{LineContent, PropertiesIter};
 
+mod http;
 mod keys;
 mod replica_selector;
 mod security;
@@ -29,6 +30,7 @@ crate::internal_modules! {
 
 // The public API is `BrokerConfig`, `ConfigError`, `ConfigWarning` and
 // `Listener`; the rest is for the crate (and its tests).
+pub use http::HttpListener;
 pub use keys::BrokerConfig;
 crate::internal_use!(keys::{broker_key, java_double, BrokerKeyDef, KeyValue, Rule, BROKER_KEYS});
 crate::internal_use!(replica_selector::ReplicaSelector);

@@ -13,6 +13,7 @@
 pub mod client;
 pub mod connection_quotas;
 pub mod coordinator_client;
+pub mod http;
 pub mod inter_broker;
 mod frame_buffers;
 

@@ -1170,7 +1170,7 @@ impl PartitionLog {
     pub fn set_high_watermark(&mut self, high_watermark: i64) {
         self.high_watermark = high_watermark.clamp(0, self.log_end_offset());
     }
-    #[cfg(any(test, feature = "internals"))]
+    /// Kafka's NumLogSegments.
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }

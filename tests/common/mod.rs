@@ -68,7 +68,9 @@ impl BrokerProcess {
         command
             .args(["--config", config])
             .args(["--override", &format!("log.dirs={}", log_dir.display())])
-            .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"]);
+            .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+            // Brokers run side by side: none may take http.listener's 9644.
+            .args(["--override", "http.listener=http://127.0.0.1:0"]);
         for o in &overrides {
             command.args(["--override", o]);
         }

@@ -755,6 +755,7 @@ impl NetCluster {
             let mut overrides = vec![
                 format!("broker.id={id}"),
                 format!("listeners=PLAINTEXT://{address}"),
+                "http.listener=http://127.0.0.1:0".to_string(),
                 format!("advertised.listeners=PLAINTEXT://{address}"),
                 format!("zookeeper.connect={}{CHROOT}", cluster.zk.address),
             ];

@@ -61,6 +61,9 @@ final class Ferrolog implements AutoCloseable {
         command.add("log.dirs=" + logDir);
         command.add("--override");
         command.add("listeners=PLAINTEXT://" + (listener == null ? "127.0.0.1:0" : listener));
+        // Brokers run side by side: none may take http.listener's 9644.
+        command.add("--override");
+        command.add("http.listener=http://127.0.0.1:0");
         for (String o : overrides) {
             command.add("--override");
             command.add(o);

@@ -1,0 +1,253 @@
+//! The broker's metrics, named as the Prometheus JMX exporter's standard
+//! Kafka rules name Kafka's MBeans (`kafka.server<type=BrokerTopicMetrics,
+//! name=MessagesInPerSec, topic=t><>Count` is
+//! `kafka_server_brokertopicmetrics_messagesin_total{topic="t"}`), so
+//! dashboards and alerts written for Kafka read ferrolog unchanged.
+//!
+//! Two kinds: counters and latencies the request path bumps as it goes
+//! (atomics, cached per topic and per API so the hot path never takes a
+//! write lock), kept here; and gauges read off the broker's state when
+//! scraped (`scrape`): partition counts, ISR health, controller figures,
+//! log end offsets, the process.
+
+mod latency;
+pub mod scrape;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+pub use latency::Latency;
+
+/// Label sets as the exporter gives them: `topic`, `request`, `version`.
+type Labels = Vec<(String, String)>;
+
+/// Every counter and latency the broker bumps, and the registry that
+/// encodes them.
+#[derive(Debug)]
+pub struct BrokerMetrics {
+    registry: Registry,
+    pub topics: BrokerTopicStats,
+    pub requests: RequestMetrics,
+    /// `kafka_server_replicamanager_isrshrinks_total` / `isrexpands_total`.
+    pub isr_shrinks: Counter,
+    pub isr_expands: Counter,
+}
+
+impl Default for BrokerMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BrokerMetrics {
+    pub fn new() -> BrokerMetrics {
+        let mut registry = Registry::default();
+        let topics = BrokerTopicStats::register(&mut registry);
+        let requests = RequestMetrics::register(&mut registry);
+        let isr_shrinks = Counter::default();
+        registry.register(
+            "kafka_server_replicamanager_isrshrinks",
+            "ISR shrinks of partitions this broker leads",
+            isr_shrinks.clone(),
+        );
+        let isr_expands = Counter::default();
+        registry.register(
+            "kafka_server_replicamanager_isrexpands",
+            "ISR expansions of partitions this broker leads",
+            isr_expands.clone(),
+        );
+        BrokerMetrics {
+            registry,
+            topics,
+            requests,
+            isr_shrinks,
+            isr_expands,
+        }
+    }
+
+    /// The counters and latencies in the text exposition format, without
+    /// the closing `# EOF` (the scrape appends its gauges first).
+    pub fn encode_into(&self, out: &mut String) -> std::fmt::Result {
+        prometheus_client::encoding::text::encode_registry(out, &self.registry)
+    }
+}
+
+/// One topic's BrokerTopicMetrics (or the broker-wide one, no label).
+#[derive(Debug, Clone, Default)]
+pub struct TopicStats {
+    pub messages_in: Counter,
+    pub bytes_in: Counter,
+    pub bytes_out: Counter,
+    pub replication_bytes_out: Counter,
+    pub total_produce_requests: Counter,
+    pub total_fetch_requests: Counter,
+    pub failed_produce_requests: Counter,
+    pub failed_fetch_requests: Counter,
+}
+
+/// Kafka's `BrokerTopicStats`: per topic and for all topics.
+#[derive(Debug)]
+pub struct BrokerTopicStats {
+    families: [Family<Labels, Counter>; 8],
+    all: TopicStats,
+    by_topic: RwLock<HashMap<String, Arc<TopicStats>>>,
+}
+
+/// The MBean names after `name=` (less `PerSec`), in `TopicStats` order.
+const TOPIC_METRICS: [(&str, &str); 8] = [
+    ("messagesin", "Records appended by producers"),
+    ("bytesin", "Record bytes appended by producers"),
+    ("bytesout", "Record bytes sent to consumers"),
+    ("replicationbytesout", "Record bytes sent to followers"),
+    ("totalproducerequests", "Partition appends asked for"),
+    ("totalfetchrequests", "Partition reads asked for"),
+    ("failedproducerequests", "Partition appends the log refused"),
+    ("failedfetchrequests", "Partition reads that failed"),
+];
+
+impl BrokerTopicStats {
+    fn register(registry: &mut Registry) -> BrokerTopicStats {
+        let families: [Family<Labels, Counter>; 8] = Default::default();
+        for ((name, help), family) in TOPIC_METRICS.iter().zip(&families) {
+            registry.register(
+                format!("kafka_server_brokertopicmetrics_{name}"),
+                *help,
+                family.clone(),
+            );
+        }
+        let all = Self::stats_for(&families, Vec::new());
+        BrokerTopicStats {
+            families,
+            all,
+            by_topic: RwLock::new(HashMap::new()),
+        }
+    }
+
+    fn stats_for(families: &[Family<Labels, Counter>; 8], labels: Labels) -> TopicStats {
+        let counter = |i: usize| families[i].get_or_create_owned(&labels);
+        TopicStats {
+            messages_in: counter(0),
+            bytes_in: counter(1),
+            bytes_out: counter(2),
+            replication_bytes_out: counter(3),
+            total_produce_requests: counter(4),
+            total_fetch_requests: counter(5),
+            failed_produce_requests: counter(6),
+            failed_fetch_requests: counter(7),
+        }
+    }
+
+    /// `topic`'s stats, created at first use.
+    pub fn topic(&self, topic: &str) -> Arc<TopicStats> {
+        if let Some(stats) = read(&self.by_topic, topic) {
+            return stats;
+        }
+        insert(&self.by_topic, topic.to_string(), || {
+            Arc::new(Self::stats_for(
+                &self.families,
+                vec![("topic".to_string(), topic.to_string())],
+            ))
+        })
+    }
+
+    /// Bumps `pick` of `topic` and of all topics by `by`.
+    pub fn add(&self, topic: &str, by: u64, pick: impl Fn(&TopicStats) -> &Counter) {
+        pick(&self.topic(topic)).inc_by(by);
+        pick(&self.all).inc_by(by);
+    }
+
+}
+
+/// Kafka's `RequestMetrics`: requests by API and version, and how long
+/// each API took. Cached by API key and version, so counting a request
+/// takes a read lock and two atomic adds.
+#[derive(Debug)]
+pub struct RequestMetrics {
+    requests: Family<Labels, Counter>,
+    counters: RwLock<HashMap<(i16, i16), Counter>>,
+    total_time: Arc<RwLock<HashMap<String, Arc<Latency>>>>,
+    latencies: RwLock<HashMap<i16, Arc<Latency>>>,
+}
+
+/// A request as RequestMetrics names it: the API key (or a key of ours
+/// for Kafka's FetchConsumer and FetchFollower) and Kafka's name for it,
+/// made only the first time the key is seen.
+pub struct RequestName<'a> {
+    pub key: i16,
+    pub name: &'a dyn Fn() -> String,
+}
+
+/// Kafka counts a Fetch under `Fetch` and under one of these.
+pub const FETCH_CONSUMER_KEY: i16 = -2;
+pub const FETCH_FOLLOWER_KEY: i16 = -3;
+
+fn read<K, Q, V>(map: &RwLock<HashMap<K, V>>, key: &Q) -> Option<V>
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+    V: Clone,
+{
+    match map.read() {
+        Ok(map) => map.get(key).cloned(),
+        Err(poisoned) => poisoned.into_inner().get(key).cloned(),
+    }
+}
+
+fn insert<K: std::hash::Hash + Eq, V: Clone>(
+    map: &RwLock<HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> V {
+    let mut map = match map.write() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.entry(key).or_insert_with(make).clone()
+}
+
+impl RequestMetrics {
+    fn register(registry: &mut Registry) -> RequestMetrics {
+        let requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "kafka_network_requestmetrics_requests",
+            "Requests, by API (Kafka's names) and version",
+            requests.clone(),
+        );
+        let total_time = Arc::new(RwLock::new(HashMap::new()));
+        registry.register_collector(Box::new(latency::LatencyCollector {
+            name: "kafka_network_requestmetrics_totaltimems",
+            help: "Milliseconds from a request's arrival to its answer, recent quantiles",
+            by_request: total_time.clone(),
+        }));
+        RequestMetrics {
+            requests,
+            counters: RwLock::new(HashMap::new()),
+            total_time,
+            latencies: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// A request `request` at `version` was answered after `took`.
+    pub fn record(&self, request: &RequestName<'_>, version: i16, took: Duration) {
+        let counter = read(&self.counters, &(request.key, version)).unwrap_or_else(|| {
+            insert(&self.counters, (request.key, version), || {
+                self.requests.get_or_create_owned(&vec![
+                    ("request".to_string(), (request.name)()),
+                    ("version".to_string(), version.to_string()),
+                ])
+            })
+        });
+        counter.inc();
+        let latency = read(&self.latencies, &request.key).unwrap_or_else(|| {
+            insert(&self.latencies, request.key, || {
+                insert(&self.total_time, (request.name)(), Default::default)
+            })
+        });
+        latency.record(took);
+    }
+}

@@ -1,0 +1,320 @@
+//! The HTTP listener (`http.listener`): `/metrics` read by the Prometheus
+//! project's own parser (prometheus_client, strict OpenMetrics) after real
+//! clients produced and consumed, with the names the JMX exporter gives
+//! Kafka's MBeans; `/healthz` and `/readyz`; bad HTTP (unknown paths, a
+//! huge request head) answered with HTTP's codes while the broker serves on;
+//! and in a 3-broker cluster the ISR gauges following a SIGKILLed follower.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::cluster::{consume, create_replicated_topic, produce, Cluster};
+use common::BrokerProcess;
+
+type Labels = BTreeMap<String, String>;
+
+/// Every sample `/metrics` at `address` answered, parsed by
+/// tests/python/scrape.py.
+fn scrape(address: &str) -> Vec<(String, Labels, f64)> {
+    let out = std::process::Command::new(common::require_tool("python3"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/python/scrape.py"
+        ))
+        .arg(format!("http://{address}/metrics"))
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<(String, Labels, f64)> =
+        serde_json::from_str(stdout.trim()).expect("the scrape's JSON");
+    samples
+}
+
+/// The value of `name` whose labels include `labels` (and, with an empty
+/// `labels`, the series without a `topic` label: the broker-wide one).
+fn value(samples: &[(String, Labels, f64)], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+                && (!labels.is_empty() || !l.contains_key("topic"))
+        })
+        .map(|(_, _, v)| *v)
+}
+
+fn sum(samples: &[(String, Labels, f64)], name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|(_, _, v)| *v)
+        .sum()
+}
+
+/// One raw HTTP/1.1 exchange: the status code and the body.
+fn http(address: &str, request: &[u8]) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    stream.write_all(request).expect("send");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn get(address: &str, path: &str) -> (u16, String) {
+    http(
+        address,
+        format!("GET {path} HTTP/1.1\r\nHost: broker\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+fn http_address(broker: &mut BrokerProcess) -> String {
+    let line = broker.wait_for_line("HTTP listener (http) bound to ", Duration::from_secs(30));
+    // "... bound to 127.0.0.1:PORT: /metrics, /healthz, /readyz"
+    line.split("bound to ")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").next())
+        .map(str::to_string)
+        .expect("the line names the address")
+}
+
+/// librdkafka produces 100 records to a 2-partition topic and reads them
+/// back; `/metrics` then counts exactly those appends, the reads, the
+/// requests by API and version with latency quantiles, the partitions this
+/// lone broker leads, their log end offsets, the controller and the
+/// process, every line accepted by Prometheus's own parser.
+#[test]
+fn metrics_count_what_real_clients_did_under_kafkas_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = BrokerProcess::start(dir.path(), &[]);
+    let address = http_address(&mut broker);
+    let bootstrap = broker.bootstrap.clone();
+    create_replicated_topic(&bootstrap, "counted", 2, 1);
+    produce(&bootstrap, "counted", 0..100);
+    let read = consume(&bootstrap, "counted", 100);
+    assert_eq!(read.len(), 100, "every record read back");
+
+    let samples = scrape(&address);
+    let topic = [("topic", "counted")];
+    let counter = |name: &str, labels: &[(&str, &str)]| {
+        value(
+            &samples,
+            &format!("kafka_server_brokertopicmetrics_{name}_total"),
+            labels,
+        )
+        .unwrap_or_else(|| panic!("{name} {labels:?} is exported"))
+    };
+    assert_eq!(counter("messagesin", &topic), 100.0);
+    assert!(counter("messagesin", &[]) >= 100.0);
+    let bytes_in = counter("bytesin", &topic);
+    assert!(bytes_in > 100.0 * "record-99".len() as f64, "{bytes_in}");
+    assert!(counter("totalproducerequests", &topic) >= 1.0);
+    assert_eq!(counter("failedproducerequests", &topic), 0.0);
+    // Every batch went out at least once to the consumer.
+    assert!(counter("bytesout", &topic) >= bytes_in);
+    assert!(counter("totalfetchrequests", &topic) >= 1.0);
+    assert_eq!(counter("failedfetchrequests", &topic), 0.0);
+
+    let requests = |request: &str| {
+        sum(
+            &samples,
+            "kafka_network_requestmetrics_requests_total",
+            &[("request", request)],
+        )
+    };
+    for request in [
+        "Produce",
+        "Fetch",
+        "FetchConsumer",
+        "Metadata",
+        "ApiVersions",
+    ] {
+        assert!(requests(request) >= 1.0, "{request} requests counted");
+    }
+    assert!(
+        samples.iter().any(
+            |(n, l, _)| n == "kafka_network_requestmetrics_requests_total"
+                && l.get("request").map(String::as_str) == Some("Produce")
+                && l.contains_key("version")
+        ),
+        "requests carry their version"
+    );
+    for quantile in ["0.50", "0.99", "0.999"] {
+        let p = value(
+            &samples,
+            "kafka_network_requestmetrics_totaltimems",
+            &[("request", "Produce"), ("quantile", quantile)],
+        )
+        .expect("Produce's total time quantile");
+        assert!(p > 0.0, "Produce p{quantile} = {p}");
+    }
+
+    // A lone broker leads everything it holds: the topic's 2 partitions
+    // and the offsets topic's.
+    let gauge = |name: &str| value(&samples, name, &[]).unwrap_or_else(|| panic!("{name}"));
+    let partitions = gauge("kafka_server_replicamanager_partitioncount");
+    assert!(partitions >= 2.0, "{partitions}");
+    assert_eq!(gauge("kafka_server_replicamanager_leadercount"), partitions);
+    assert_eq!(
+        gauge("kafka_server_replicamanager_underreplicatedpartitions"),
+        0.0
+    );
+    assert_eq!(
+        gauge("kafka_server_replicamanager_underminisrpartitioncount"),
+        0.0
+    );
+    assert_eq!(
+        gauge("kafka_controller_kafkacontroller_activecontrollercount"),
+        1.0
+    );
+    assert_eq!(
+        gauge("kafka_controller_kafkacontroller_offlinepartitionscount"),
+        0.0
+    );
+    assert_eq!(
+        gauge("kafka_controller_kafkacontroller_globalpartitioncount"),
+        partitions
+    );
+    assert!(gauge("kafka_controller_kafkacontroller_globaltopiccount") >= 1.0);
+    assert_eq!(gauge("kafka_server_kafkaserver_brokerstate"), 3.0);
+    assert_eq!(
+        sum(&samples, "kafka_log_log_logendoffset", &topic),
+        100.0,
+        "the log end offsets add up to what was produced"
+    );
+    assert!(sum(&samples, "kafka_log_log_size", &topic) >= bytes_in);
+    assert_eq!(sum(&samples, "kafka_log_log_numlogsegments", &topic), 2.0);
+    assert_eq!(sum(&samples, "kafka_log_log_logstartoffset", &topic), 0.0);
+    assert!(gauge("process_open_fds") > 0.0);
+    assert!(gauge("process_resident_memory_bytes") > 1e6);
+    assert!(gauge("process_cpu_seconds_total") > 0.0);
+
+    assert_eq!(get(&address, "/healthz"), (200, "ok\n".to_string()));
+    assert_eq!(get(&address, "/readyz"), (200, "ready\n".to_string()));
+}
+
+/// Unknown paths get 404, a request head past the 64 KiB bound 431, bytes
+/// that are not HTTP 400, and a client that connects and says nothing is
+/// dropped; the broker serves `/metrics` and Kafka clients throughout.
+#[test]
+fn bad_http_gets_http_errors_and_the_broker_serves_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut broker = BrokerProcess::start(dir.path(), &[]);
+    let address = http_address(&mut broker);
+    let silent = std::net::TcpStream::connect(&address).expect("a silent client");
+    assert_eq!(get(&address, "/nothing-here").0, 404);
+    let huge = format!(
+        "GET /metrics HTTP/1.1\r\nHost: broker\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(200 * 1024)
+    );
+    assert_eq!(http(&address, huge.as_bytes()).0, 431);
+    assert_eq!(
+        http(&address, b"\x16\x03\x01\x02\x00garbage\r\n\r\n").0,
+        400
+    );
+    let samples = scrape(&address);
+    assert!(value(&samples, "kafka_server_kafkaserver_brokerstate", &[]).is_some());
+    assert!(common::RawConnection::open(&broker.bootstrap).api_versions_answered());
+    // The silent client is cut off after the head timeout (10 s).
+    silent
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let started = Instant::now();
+    let mut byte = [0u8; 1];
+    let read = (&silent).read(&mut byte);
+    assert!(
+        matches!(read, Ok(0) | Err(_)),
+        "the silent client was answered: {read:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(25));
+}
+
+/// Three brokers, a topic of one partition on all three: with a follower
+/// SIGKILLed, the leader's `underreplicatedpartitions` goes to 1 and
+/// `isrshrinks_total` counts the shrink; once it is back both recover and
+/// `isrexpands_total` counts. Exactly one broker reports itself the active
+/// controller.
+#[test]
+fn isr_gauges_follow_a_killed_follower() {
+    let extra = ["replica.lag.time.max.ms=3000"];
+    let mut cluster = Cluster::start_with(3, &extra);
+    let mut addresses = BTreeMap::new();
+    for (&id, broker) in cluster.brokers.iter_mut() {
+        addresses.insert(id, http_address(broker));
+    }
+    let bootstrap = cluster.bootstrap(0);
+    create_replicated_topic(&bootstrap, "watched", 1, 3);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cluster.isrs(0, "watched").get(&0).map(Vec::len) != Some(3) {
+        assert!(Instant::now() < deadline, "the ISR never filled");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    produce(&bootstrap, "watched", 0..10);
+    let controllers: f64 = addresses
+        .values()
+        .map(|a| {
+            value(
+                &scrape(a),
+                "kafka_controller_kafkacontroller_activecontrollercount",
+                &[],
+            )
+            .expect("the gauge")
+        })
+        .sum();
+    assert_eq!(controllers, 1.0, "one active controller");
+    let leader = cluster.view(0, "watched").0[&0];
+    let follower = (0..3).find(|&id| id != leader).expect("a follower");
+    let at_leader = |name: &str| {
+        value(&scrape(&addresses[&leader]), name, &[]).unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(
+        at_leader("kafka_server_replicamanager_underreplicatedpartitions"),
+        0.0
+    );
+    let shrinks = at_leader("kafka_server_replicamanager_isrshrinks_total");
+    cluster.brokers.remove(&follower).expect("running").kill();
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !ok() {
+            assert!(Instant::now() < deadline, "never: {what}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    wait("under-replicated after the kill", &|| {
+        at_leader("kafka_server_replicamanager_underreplicatedpartitions") == 1.0
+    });
+    assert!(at_leader("kafka_server_replicamanager_isrshrinks_total") > shrinks);
+    let expands = at_leader("kafka_server_replicamanager_isrexpands_total");
+    cluster.start_broker(follower);
+    wait("fully replicated after the restart", &|| {
+        at_leader("kafka_server_replicamanager_underreplicatedpartitions") == 0.0
+    });
+    assert!(at_leader("kafka_server_replicamanager_isrexpands_total") > expands);
+}
