@@ -38,30 +38,29 @@ fn scrape(address: &str) -> Vec<(String, Labels, f64)> {
     samples
 }
 
+/// Whether a sample's labels include every one of `labels`.
+fn labelled(sample: &Labels, labels: &[(&str, &str)]) -> bool {
+    labels
+        .iter()
+        .all(|(k, v)| sample.get(*k).map(String::as_str) == Some(*v))
+}
+
 /// The value of `name` whose labels include `labels` (and, with an empty
 /// `labels`, the series without a `topic` label: the broker-wide one).
 fn value(samples: &[(String, Labels, f64)], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     samples
         .iter()
         .find(|(n, l, _)| {
-            n == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-                && (!labels.is_empty() || !l.contains_key("topic"))
+            n == name && labelled(l, labels) && (!labels.is_empty() || !l.contains_key("topic"))
         })
         .map(|(_, _, v)| *v)
 }
 
+/// The sum over every series of `name` whose labels include `labels`.
 fn sum(samples: &[(String, Labels, f64)], name: &str, labels: &[(&str, &str)]) -> f64 {
     samples
         .iter()
-        .filter(|(n, l, _)| {
-            n == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-        })
+        .filter(|(n, l, _)| n == name && labelled(l, labels))
         .map(|(_, _, v)| *v)
         .sum()
 }
