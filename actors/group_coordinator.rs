@@ -21,8 +21,8 @@ use crate::group::{partition_for, OFFSETS_TOPIC};
 use crate::topic_partition::TopicPartition;
 
 use super::consumer_group::{
-    read_groups, ConsumerGroup, DescribeGroup, GroupLoadError, GroupRuntime, OffsetRetention,
-    TopicDeleted,
+    read_groups, ConsumerGroup, DescribeGroup, FetchOffsets, GroupLoadError, GroupRuntime,
+    OffsetRetention, TopicDeleted,
 };
 use super::controller::{ControllerError, CreateTopic, TopicRequester};
 use super::event_bus::{BrokerEvent, EventBus, EventKind};
@@ -467,34 +467,85 @@ impl Message for ListGroups {
     type Result = Vec<(String, String, String)>;
 }
 
-impl Handler<ListGroups> for GroupCoordinator {
-    type Result = ResponseFuture<Vec<(String, String, String)>>;
-
-    fn handle(&mut self, _msg: ListGroups, _ctx: &mut Context<Self>) -> Self::Result {
+impl GroupCoordinator {
+    /// Sends `message()` to every live group here and keeps what `keep`
+    /// makes of each answer (a group that does not answer is left out),
+    /// sorted.
+    fn ask_every_group<M, T>(
+        &mut self,
+        message: impl Fn() -> M,
+        keep: impl Fn(String, M::Result) -> Option<T> + Copy + 'static,
+    ) -> ResponseFuture<Vec<T>>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ConsumerGroup: Handler<M>,
+        T: Ord + 'static,
+    {
         self.groups.retain(|_, addr| addr.connected());
         let asks: Vec<_> = self
             .groups
             .iter()
             .map(|(id, addr)| {
                 let id = id.clone();
-                let ask = addr.send(DescribeGroup);
-                async move {
-                    match ask.await {
-                        Ok(Ok(d)) => Some((id, d.protocol_type, d.state.name().to_string())),
-                        _ => None,
-                    }
-                }
+                let ask = addr.send(message());
+                async move { ask.await.ok().and_then(|answer| keep(id, answer)) }
             })
             .collect();
         Box::pin(async move {
-            let mut groups: Vec<_> = futures_util::future::join_all(asks)
+            let mut kept: Vec<T> = futures_util::future::join_all(asks)
                 .await
                 .into_iter()
                 .flatten()
-                .filter(|(_, _, state)| state != "Dead")
                 .collect();
-            groups.sort();
-            groups
+            kept.sort();
+            kept
         })
+    }
+}
+
+impl Handler<ListGroups> for GroupCoordinator {
+    type Result = ResponseFuture<Vec<(String, String, String)>>;
+
+    fn handle(&mut self, _msg: ListGroups, _ctx: &mut Context<Self>) -> Self::Result {
+        self.ask_every_group(
+            || DescribeGroup,
+            |id, described| {
+                let d = described.ok()?;
+                let state = d.state.name().to_string();
+                (state != "Dead").then_some((id, d.protocol_type, state))
+            },
+        )
+    }
+}
+
+/// Every group coordinated here with its committed offsets (the metrics'
+/// group count and consumer lag).
+#[derive(Debug)]
+pub struct CommittedOffsets;
+
+/// A group and the offsets it committed, by partition.
+pub type GroupOffsets = (String, Vec<(TopicPartition, i64)>);
+
+impl Message for CommittedOffsets {
+    type Result = Vec<GroupOffsets>;
+}
+
+impl Handler<CommittedOffsets> for GroupCoordinator {
+    type Result = ResponseFuture<Vec<GroupOffsets>>;
+
+    fn handle(&mut self, _msg: CommittedOffsets, _ctx: &mut Context<Self>) -> Self::Result {
+        // Loading, moved away or stopped groups are not this broker's now.
+        self.ask_every_group(
+            || FetchOffsets { partitions: None },
+            |id, offsets| {
+                let offsets = offsets
+                    .ok()?
+                    .into_iter()
+                    .filter_map(|(tp, o)| o.map(|o| (tp, o.offset)))
+                    .collect();
+                Some((id, offsets))
+            },
+        )
     }
 }

@@ -320,6 +320,7 @@ impl BrokerBuilder {
                 ReplicaFetchers::new(ReplicaFetcherConfig::from_broker(
                     &config,
                     inter_broker.clone(),
+                    metrics.fetcher_lag.clone(),
                 )),
                 link.clone(),
             );
@@ -478,6 +479,7 @@ impl BrokerBuilder {
                     dynamic: dynamic.clone(),
                     state: state.clone(),
                     log_dirs: log.clone().recipient(),
+                    groups: context.groups.clone().recipient(),
                     metrics: metrics.clone(),
                     started: std::time::SystemTime::now(),
                 };

@@ -119,6 +119,23 @@ fn metrics_count_what_real_clients_did_under_kafkas_names() {
     produce(&bootstrap, "counted", 0..100);
     let read = consume(&bootstrap, "counted", 100);
     assert_eq!(read.len(), 100, "every record read back");
+    // A group that committed offsets 1 and 2: its lag is the rest.
+    {
+        use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+        let group: BaseConsumer = common::client_config(&bootstrap)
+            .set("group.id", "lagging")
+            .create()
+            .expect("consumer");
+        let mut committed = rdkafka::TopicPartitionList::new();
+        for (partition, offset) in [(0, 1), (1, 2)] {
+            committed
+                .add_partition_offset("counted", partition, rdkafka::Offset::Offset(offset))
+                .expect("offset");
+        }
+        group
+            .commit(&committed, CommitMode::Sync)
+            .expect("the commit is acknowledged");
+    }
 
     let samples = scrape(&address);
     let topic = [("topic", "counted")];
@@ -211,6 +228,22 @@ fn metrics_count_what_real_clients_did_under_kafkas_names() {
     assert!(sum(&samples, "kafka_log_log_size", &topic) >= bytes_in);
     assert_eq!(sum(&samples, "kafka_log_log_numlogsegments", &topic), 2.0);
     assert_eq!(sum(&samples, "kafka_log_log_logstartoffset", &topic), 0.0);
+    let group = |name: &str, labels: &[(&str, &str)]| {
+        let mut all = vec![("consumergroup", "lagging"), ("topic", "counted")];
+        all.extend_from_slice(labels);
+        value(&samples, name, &all).unwrap_or_else(|| panic!("{name} {all:?}"))
+    };
+    let mut lag_sum = 0.0;
+    for (partition, committed) in [("0", 1.0), ("1", 2.0)] {
+        let at = [("partition", partition)];
+        let end = value(&samples, "kafka_log_log_logendoffset", &[topic[0], at[0]])
+            .expect("the partition's log end");
+        assert_eq!(group("kafka_consumergroup_current_offset", &at), committed);
+        assert_eq!(group("kafka_consumergroup_lag", &at), end - committed);
+        lag_sum += end - committed;
+    }
+    assert_eq!(group("kafka_consumergroup_lag_sum", &[]), lag_sum);
+    assert!(gauge("kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1.0);
     assert!(gauge("process_open_fds") > 0.0);
     assert!(gauge("process_resident_memory_bytes") > 1e6);
     assert!(gauge("process_cpu_seconds_total") > 0.0);
@@ -255,50 +288,30 @@ fn bad_http_gets_http_errors_and_the_broker_serves_on() {
     assert!(started.elapsed() < Duration::from_secs(25));
 }
 
-/// Three brokers, a topic of one partition on all three: with a follower
-/// SIGKILLed, the leader's `underreplicatedpartitions` goes to 1 and
-/// `isrshrinks_total` counts the shrink; once it is back both recover and
-/// `isrexpands_total` counts. Exactly one broker reports itself the active
-/// controller.
+/// Three brokers, a topic of one partition on all three, led by a broker
+/// that is not the controller: with the other follower SIGKILLed, the
+/// leader's `underreplicatedpartitions` goes to 1 and `isrshrinks_total`
+/// counts the shrink; once it is back both recover and `isrexpands_total`
+/// counts. Then the leader is SIGKILLed and the controller's
+/// `leaderelectionrateandtimems_count` counts the election. Exactly one
+/// broker reports itself the active controller; a follower exports its
+/// fetchers' `maxlag`.
 #[test]
-fn isr_gauges_follow_a_killed_follower() {
-    let extra = ["replica.lag.time.max.ms=3000"];
+fn isr_gauges_and_the_election_timer_follow_killed_brokers() {
+    use rdkafka::admin::{NewTopic, TopicReplication};
+    // The leader drops the dead follower from the ISR (1.5 s without a
+    // fetch) before its ZooKeeper session ends (4 s) and the controller
+    // would: the shrink is the leader's, which isrshrinks counts.
+    let extra = ["replica.lag.time.max.ms=1500"];
     let mut cluster = Cluster::start_with(3, &extra);
     let mut addresses = BTreeMap::new();
     for (&id, broker) in cluster.brokers.iter_mut() {
         addresses.insert(id, http_address(broker));
     }
-    let bootstrap = cluster.bootstrap(0);
-    create_replicated_topic(&bootstrap, "watched", 1, 3);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while cluster.isrs(0, "watched").get(&0).map(Vec::len) != Some(3) {
-        assert!(Instant::now() < deadline, "the ISR never filled");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    produce(&bootstrap, "watched", 0..10);
-    let controllers: f64 = addresses
-        .values()
-        .map(|a| {
-            value(
-                &scrape(a),
-                "kafka_controller_kafkacontroller_activecontrollercount",
-                &[],
-            )
-            .expect("the gauge")
-        })
-        .sum();
-    assert_eq!(controllers, 1.0, "one active controller");
-    let leader = cluster.view(0, "watched").0[&0];
-    let follower = (0..3).find(|&id| id != leader).expect("a follower");
-    let at_leader = |name: &str| {
-        value(&scrape(&addresses[&leader]), name, &[]).unwrap_or_else(|| panic!("{name}"))
+    let scrape_of = |id: i32, name: &str, labels: &[(&str, &str)]| -> f64 {
+        value(&scrape(&addresses[&id]), name, labels)
+            .unwrap_or_else(|| panic!("broker {id} exports {name}"))
     };
-    assert_eq!(
-        at_leader("kafka_server_replicamanager_underreplicatedpartitions"),
-        0.0
-    );
-    let shrinks = at_leader("kafka_server_replicamanager_isrshrinks_total");
-    cluster.brokers.remove(&follower).expect("running").kill();
     let wait = |what: &str, ok: &dyn Fn() -> bool| {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !ok() {
@@ -306,14 +319,61 @@ fn isr_gauges_follow_a_killed_follower() {
             std::thread::sleep(Duration::from_millis(300));
         }
     };
-    wait("under-replicated after the kill", &|| {
-        at_leader("kafka_server_replicamanager_underreplicatedpartitions") == 1.0
+    let active = "kafka_controller_kafkacontroller_activecontrollercount";
+    wait("one active controller", &|| {
+        (0..3).map(|id| scrape_of(id, active, &[])).sum::<f64>() == 1.0
     });
-    assert!(at_leader("kafka_server_replicamanager_isrshrinks_total") > shrinks);
-    let expands = at_leader("kafka_server_replicamanager_isrexpands_total");
+    let controller = (0..3)
+        .find(|&id| scrape_of(id, active, &[]) == 1.0)
+        .expect("the controller");
+    let others: Vec<i32> = (0..3).filter(|&id| id != controller).collect();
+    let (leader, follower) = (others[0], others[1]);
+    let bootstrap = cluster.bootstrap(leader);
+    let assignment: &[&[i32]] = &[&[leader, follower, controller]];
+    let created = common::block_on(common::admin(&bootstrap).create_topics(
+        &[NewTopic::new(
+            "watched",
+            1,
+            TopicReplication::Variable(assignment),
+        )],
+        &common::admin_options(Duration::from_secs(30)),
+    ))
+    .expect("CreateTopics answered");
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+    wait("a full ISR", &|| {
+        cluster.isrs(leader, "watched").get(&0).map(Vec::len) == Some(3)
+    });
+    produce(&bootstrap, "watched", 0..10);
+    let under = "kafka_server_replicamanager_underreplicatedpartitions";
+    assert_eq!(scrape_of(leader, under, &[]), 0.0);
+    let lag = scrape_of(
+        follower,
+        "kafka_server_replicafetchermanager_maxlag",
+        &[("clientid", "Replica")],
+    );
+    assert!(lag >= 0.0);
+    let shrinks = scrape_of(leader, "kafka_server_replicamanager_isrshrinks_total", &[]);
+    cluster.brokers.remove(&follower).expect("running").kill();
+    wait("under-replicated after the follower's kill", &|| {
+        scrape_of(leader, under, &[]) == 1.0
+    });
+    assert!(scrape_of(leader, "kafka_server_replicamanager_isrshrinks_total", &[]) > shrinks);
+    let expands = scrape_of(leader, "kafka_server_replicamanager_isrexpands_total", &[]);
     cluster.start_broker(follower);
     wait("fully replicated after the restart", &|| {
-        at_leader("kafka_server_replicamanager_underreplicatedpartitions") == 0.0
+        scrape_of(leader, under, &[]) == 0.0
     });
-    assert!(at_leader("kafka_server_replicamanager_isrexpands_total") > expands);
+    assert!(scrape_of(leader, "kafka_server_replicamanager_isrexpands_total", &[]) > expands);
+    let timer = "kafka_controller_controllerstats_leaderelectionrateandtimems_count";
+    let elected = scrape_of(controller, timer, &[]);
+    cluster.brokers.remove(&leader).expect("running").kill();
+    wait("the controller timing the election", &|| {
+        scrape_of(controller, timer, &[]) > elected
+    });
+    let quantile = scrape_of(
+        controller,
+        "kafka_controller_controllerstats_leaderelectionrateandtimems",
+        &[("quantile", "0.99")],
+    );
+    assert!(quantile > 0.0, "the election took {quantile} ms");
 }

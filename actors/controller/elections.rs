@@ -102,8 +102,21 @@ impl Shared {
         live: &[i32],
         unclean: bool,
     ) -> Result<Option<(LeaderAndIsr, i32)>, ControllerError> {
-        self.rewrite_state(tp, |state| self.elect(tp, state, replicas, live, unclean))
-            .await
+        // Timed for ControllerStats when an election decided a new state.
+        let started = std::time::Instant::now();
+        let decided = std::cell::Cell::new(false);
+        let elected = self
+            .rewrite_state(tp, |state| {
+                let next = self.elect(tp, state, replicas, live, unclean);
+                decided.set(decided.get() || next.is_some());
+                next
+            })
+            .await;
+        if decided.get() && elected.is_ok() {
+            let metrics = &self.partitions.replica.metrics;
+            metrics.leader_elections.record(started.elapsed());
+        }
+        elected
     }
 
     /// Re-reads `tp`'s state, asks `decide` for the next one (`None`:

@@ -52,14 +52,19 @@ pub struct ReplicaFetcherConfig {
     pub backoff: Duration,
     /// How this broker reaches the leaders (TLS, SASL).
     pub security: std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
+    /// Where each followed partition's lag is kept (Kafka's
+    /// ReplicaFetcherManager MaxLag).
+    pub lag: crate::metrics::FetcherLag,
 }
 
 impl ReplicaFetcherConfig {
     pub fn from_broker(
         config: &crate::config::BrokerConfig,
         security: std::sync::Arc<crate::net::inter_broker::InterBrokerSecurity>,
+        lag: crate::metrics::FetcherLag,
     ) -> ReplicaFetcherConfig {
         ReplicaFetcherConfig {
+            lag,
             broker_id: config.broker_id,
             num_fetchers: config.num_replica_fetchers.max(1),
             fetch_max_bytes: clamp_i32(config.replica_fetch_max_bytes),
@@ -360,6 +365,7 @@ impl Handler<RemovePartition> for ReplicaFetcher {
 
     fn handle(&mut self, msg: RemovePartition, ctx: &mut Context<Self>) {
         self.partitions.remove(&msg.tp);
+        self.config.lag.forget(&msg.tp);
         self.abandon_stale_round(ctx);
     }
 }
@@ -373,6 +379,9 @@ impl Handler<StopFetcher> for ReplicaFetcher {
     type Result = ();
 
     fn handle(&mut self, _msg: StopFetcher, ctx: &mut Context<Self>) {
+        for tp in self.partitions.keys() {
+            self.config.lag.forget(tp);
+        }
         self.partitions.clear();
         self.link.stop();
         ctx.stop();

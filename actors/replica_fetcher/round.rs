@@ -505,6 +505,10 @@ async fn fetch(
                 .await;
                 match appended {
                     Ok(offsets) => {
+                        // Kafka's FetcherLagStats: the leader's high
+                        // watermark less where the next fetch starts.
+                        let lag = (answer.high_watermark - offsets.log_end_offset).max(0);
+                        config.lag.set(&tp, lag);
                         Outcome::FetchFrom(offsets.log_end_offset, Some(offsets.log_start_offset))
                     }
                     Err(e) => {

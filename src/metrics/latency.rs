@@ -144,42 +144,49 @@ impl Latency {
 }
 
 /// Encodes a family of latencies as the exporter does: one gauge per
-/// quantile, labelled `request` and `quantile`, and `_count`.
+/// quantile, labelled `quantile` (and `label`, when the family has one),
+/// and `_count`.
 #[derive(Debug)]
 pub(super) struct LatencyCollector {
     pub name: &'static str,
     pub help: &'static str,
-    pub by_request: Arc<RwLock<HashMap<String, Arc<Latency>>>>,
+    /// The label the map's keys are values of (`request`); `None`: one
+    /// latency, under the key "".
+    pub label: Option<&'static str>,
+    pub series: Arc<RwLock<HashMap<String, Arc<Latency>>>>,
 }
 
 impl Collector for LatencyCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let latencies: Vec<(String, Arc<Latency>)> = match self.by_request.read() {
-            Ok(map) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+        let latencies: Vec<(String, Arc<Latency>)> = {
+            let map = self.series.read().unwrap_or_else(|p| p.into_inner());
+            map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let labels = |value: &str, quantile: Option<&str>| -> Vec<(String, String)> {
+            let mut labels = Vec::new();
+            if let Some(label) = self.label {
+                labels.push((label.to_string(), value.to_string()));
+            }
+            if let Some(q) = quantile {
+                labels.push(("quantile".to_string(), q.to_string()));
+            }
+            labels
         };
         let gauge = ConstGauge::new(0.0f64);
-        let mut family = encoder.encode_descriptor(self.name, self.help, None, gauge.metric_type())?;
-        for (request, latency) in &latencies {
+        let mut family =
+            encoder.encode_descriptor(self.name, self.help, None, gauge.metric_type())?;
+        for (key, latency) in &latencies {
             for (q, label) in QUANTILES {
-                let labels = [("request", request.as_str()), ("quantile", label)];
+                let labels = labels(key, Some(label));
                 let metric = family.encode_family(&labels)?;
                 ConstGauge::new(latency.quantile_ms(q)).encode(metric)?;
             }
         }
         let count_name = format!("{}_count", self.name);
-        let mut family = encoder.encode_descriptor(
-            &count_name,
-            "Samples, by request",
-            None,
-            gauge.metric_type(),
-        )?;
-        for (request, latency) in &latencies {
-            let labels = [("request", request.as_str())];
+        let mut family =
+            encoder.encode_descriptor(&count_name, "Samples", None, gauge.metric_type())?;
+        for (key, latency) in &latencies {
+            let labels = labels(key, None);
             let metric = family.encode_family(&labels)?;
             ConstGauge::new(latency.count() as f64).encode(metric)?;
         }

@@ -36,6 +36,11 @@ pub struct BrokerMetrics {
     /// `kafka_server_replicamanager_isrshrinks_total` / `isrexpands_total`.
     pub isr_shrinks: Counter,
     pub isr_expands: Counter,
+    /// Kafka's ControllerStats LeaderElectionRateAndTimeMs: each election
+    /// the active controller wrote after brokers came or went.
+    pub leader_elections: Arc<Latency>,
+    /// Each followed partition's lag behind its leader.
+    pub fetcher_lag: FetcherLag,
 }
 
 impl Default for BrokerMetrics {
@@ -61,7 +66,19 @@ impl BrokerMetrics {
             "ISR expansions of partitions this broker leads",
             isr_expands.clone(),
         );
+        let leader_elections = Arc::new(Latency::default());
+        registry.register_collector(Box::new(latency::LatencyCollector {
+            name: "kafka_controller_controllerstats_leaderelectionrateandtimems",
+            help: "Milliseconds each leader election took, recent quantiles",
+            label: None,
+            series: Arc::new(RwLock::new(HashMap::from([(
+                String::new(),
+                leader_elections.clone(),
+            )]))),
+        }));
         BrokerMetrics {
+            fetcher_lag: FetcherLag::default(),
+            leader_elections,
             registry,
             topics,
             requests,
@@ -74,6 +91,34 @@ impl BrokerMetrics {
     /// the closing `# EOF` (the scrape appends its gauges first).
     pub fn encode_into(&self, out: &mut String) -> std::fmt::Result {
         prometheus_client::encoding::text::encode_registry(out, &self.registry)
+    }
+}
+
+/// How far behind its leader each partition this broker follows is, in
+/// records: the fetchers set it after each append and forget a partition
+/// they stop following; a scrape reports the largest.
+#[derive(Debug, Clone, Default)]
+pub struct FetcherLag(Arc<RwLock<HashMap<crate::topic_partition::TopicPartition, i64>>>);
+
+impl FetcherLag {
+    pub fn set(&self, tp: &crate::topic_partition::TopicPartition, lag: i64) {
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        match map.get_mut(tp) {
+            Some(held) => *held = lag,
+            None => {
+                map.insert(tp.clone(), lag);
+            }
+        }
+    }
+
+    pub fn forget(&self, tp: &crate::topic_partition::TopicPartition) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).remove(tp);
+    }
+
+    /// The largest lag now (0 when following nothing).
+    pub fn max(&self) -> i64 {
+        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        map.values().copied().max().unwrap_or(0)
     }
 }
 
@@ -222,7 +267,8 @@ impl RequestMetrics {
         registry.register_collector(Box::new(latency::LatencyCollector {
             name: "kafka_network_requestmetrics_totaltimems",
             help: "Milliseconds from a request's arrival to its answer, recent quantiles",
-            by_request: total_time.clone(),
+            label: Some("request"),
+            series: total_time.clone(),
         }));
         RequestMetrics {
             requests,

@@ -3,6 +3,7 @@
 //! each scrape into a registry of their own and written after the
 //! counters.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -12,6 +13,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::{BrokerMetrics, Labels};
+use crate::actors::group_coordinator::{CommittedOffsets, GroupOffsets};
 use crate::actors::log_manager::DescribeLogDirs;
 use crate::actors::partition::PartitionRegistry;
 use crate::broker_state::{BrokerState, SharedBrokerState};
@@ -27,6 +29,7 @@ pub struct ScrapeSources {
     pub dynamic: DynamicBrokerConfig,
     pub state: SharedBrokerState,
     pub log_dirs: actix::Recipient<DescribeLogDirs>,
+    pub groups: actix::Recipient<CommittedOffsets>,
     pub metrics: Arc<BrokerMetrics>,
     pub started: SystemTime,
 }
@@ -88,7 +91,14 @@ pub async fn scrape(sources: &ScrapeSources) -> String {
         let offline = dirs.iter().filter(|d| d.error.is_some()).count();
         gauges.offline_log_dirs.set(offline as i64);
     }
+    if let Ok(groups) = sources.groups.send(CommittedOffsets).await {
+        gauges.consumer_groups(sources, &groups);
+    }
     gauges.broker_state.set(sources.state.get() as i64);
+    gauges
+        .max_lag
+        .get_or_create(&vec![("clientid".to_string(), "Replica".to_string())])
+        .set(sources.metrics.fetcher_lag.max());
     process(&gauges, sources.started);
     let mut out = String::with_capacity(16 * 1024);
     let encoded = sources
@@ -128,6 +138,11 @@ struct Gauges {
     max_fds: Gauge,
     start_time: Gauge<f64, std::sync::atomic::AtomicU64>,
     threads: Gauge,
+    max_lag: Family<Labels, Gauge>,
+    num_groups: Gauge,
+    group_offset: Family<Labels, Gauge>,
+    group_lag: Family<Labels, Gauge>,
+    group_lag_sum: Family<Labels, Gauge>,
 }
 
 impl Gauges {
@@ -207,6 +222,11 @@ impl Gauges {
         gauge("process_open_fds", "Open file descriptors", &self.open_fds);
         gauge("process_max_fds", "The open file descriptor limit", &self.max_fds);
         gauge("process_threads", "OS threads", &self.threads);
+        gauge(
+            "kafka_coordinator_group_groupmetadatamanager_numgroups",
+            "Consumer groups this broker coordinates",
+            &self.num_groups,
+        );
         let mut family = |name: &str, help: &str, f: &Family<Labels, Gauge>| {
             r.register(name, help, f.clone())
         };
@@ -225,6 +245,26 @@ impl Gauges {
             "kafka_log_log_numlogsegments",
             "A partition's log segments",
             &self.log_segments,
+        );
+        family(
+            "kafka_server_replicafetchermanager_maxlag",
+            "Records the furthest-behind followed partition lags its leader's high watermark",
+            &self.max_lag,
+        );
+        family(
+            "kafka_consumergroup_current_offset",
+            "A group's committed offset in a partition",
+            &self.group_offset,
+        );
+        family(
+            "kafka_consumergroup_lag",
+            "A group's lag in a partition: its high watermark less the committed offset",
+            &self.group_lag,
+        );
+        family(
+            "kafka_consumergroup_lag_sum",
+            "A group's lag summed over a topic's partitions",
+            &self.group_lag_sum,
         );
         r.register(
             "process_cpu_seconds",
@@ -262,6 +302,38 @@ impl Gauges {
         self.under_replicated.set(under);
         self.under_min_isr.set(under_min);
         self.at_min_isr.set(at_min);
+    }
+
+    /// The group count, and each group's offsets and lag as kafka_exporter
+    /// names them. Lag needs the partition's high watermark, which this
+    /// broker has for the partitions it holds a replica of; the others'
+    /// lag is left out rather than guessed.
+    fn consumer_groups(&self, sources: &ScrapeSources, groups: &[GroupOffsets]) {
+        self.num_groups.set(groups.len() as i64);
+        for (group, offsets) in groups {
+            let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
+            for (tp, offset) in offsets {
+                let labels = vec![
+                    ("consumergroup".to_string(), group.clone()),
+                    ("topic".to_string(), tp.topic.clone()),
+                    ("partition".to_string(), tp.partition.to_string()),
+                ];
+                self.group_offset.get_or_create(&labels).set(*offset);
+                let Some(handle) = sources.partitions.get(tp) else {
+                    continue;
+                };
+                let lag = (*handle.high_watermark.borrow() - offset).max(0);
+                self.group_lag.get_or_create(&labels).set(lag);
+                *sums.entry(tp.topic.as_str()).or_default() += lag;
+            }
+            for (topic, lag) in sums {
+                let labels = vec![
+                    ("consumergroup".to_string(), group.clone()),
+                    ("topic".to_string(), topic.to_string()),
+                ];
+                self.group_lag_sum.get_or_create(&labels).set(lag);
+            }
+        }
     }
 
     /// Kafka's KafkaController gauges: 0 on a broker that is not the
