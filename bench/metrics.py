@@ -4,7 +4,11 @@ and the same librdkafka producer (examples/perf.rs), with and without a
 scraper reading /metrics every second, in the same run. See
 bench/README.md.
 
-Each repeat starts a fresh broker per mode (alternating which goes first),
+With FERROLOG_BENCH_BASELINE=PATH (a broker binary built without the
+metrics, e.g. the commit before them), a third mode runs it the same way,
+so what counting costs is measured too, not only what scraping adds.
+
+Each repeat starts a fresh broker per mode (rotating which goes first),
 creates one topic, and produces COUNT records of SIZE bytes (acks=1, as
 fast as the client goes). In the scraped mode a thread GETs
 http://.../metrics every second throughout and checks each answer is a
@@ -16,6 +20,7 @@ Environment (all optional):
   FERROLOG_BENCH_COUNT=3000000
   FERROLOG_BENCH_SIZE=100
   FERROLOG_BENCH_NO_BUILD=1   use the release binaries as they are
+  FERROLOG_BENCH_BASELINE=PATH  also run this broker binary (unscraped)
   CARGO_TARGET_DIR            where they are
 
 Everything listens on 127.0.0.1; every process it starts is stopped and
@@ -60,11 +65,14 @@ class Scraper(threading.Thread):
             self.took.append((time.perf_counter() - started) * 1000)
 
 
-def run_case(work, perf, scraped):
+def run_case(work, perf, mode):
+    scraped = mode == "scraped"
+    binary = os.environ["FERROLOG_BENCH_BASELINE"] if mode == "baseline" \
+        else os.path.join(TARGET, "release", "ferrolog")
     port, http_port = free_port(), free_port()
     data = tempfile.mkdtemp(dir=work)
     broker = subprocess.Popen(
-        [os.path.join(TARGET, "release", "ferrolog"), "--config",
+        [binary, "--config",
          os.path.join(ROOT, "config", "server.properties"),
          "--override", f"log.dirs={data}",
          "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
@@ -103,28 +111,35 @@ def main():
                        cwd=ROOT, check=True)
     perf = os.path.join(TARGET, "release", "examples", "perf")
     work = tempfile.mkdtemp(prefix="ferrolog-metrics-bench")
-    rates = {False: [], True: []}
+    modes = ["quiet", "scraped"] + (["baseline"] if os.environ.get("FERROLOG_BENCH_BASELINE") else [])
+    rates = {mode: [] for mode in modes}
     scrape_ms, scrapes, failures = [], 0, []
     try:
         for repeat in range(REPEATS):
-            for scraped in ([False, True] if repeat % 2 == 0 else [True, False]):
-                rate, scraper = run_case(work, perf, scraped)
-                rates[scraped].append(rate)
+            for mode in modes[repeat % len(modes):] + modes[:repeat % len(modes)]:
+                rate, scraper = run_case(work, perf, mode)
+                rates[mode].append(rate)
                 if scraper:
                     scrape_ms += scraper.took
                     scrapes += len(scraper.took)
                     failures += scraper.failures
-                log(f"repeat {repeat} {'scraped' if scraped else 'quiet'}: {rate:.0f} records/s")
+                log(f"repeat {repeat} {mode}: {rate:.0f} records/s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ratios = [s / q for q, s in zip(rates[False], rates[True])]
     print(f"\n{COUNT} records of {SIZE} B, acks=1, 1 partition, {REPEATS} repeats (medians)")
-    print(f"  quiet:   {statistics.median(rates[False]):11.0f} records/s")
-    print(f"  scraped: {statistics.median(rates[True]):11.0f} records/s "
-          f"({scrapes} scrapes, median {statistics.median(scrape_ms) if scrape_ms else 0:.1f} ms, "
-          f"{len(failures)} failed)")
-    print(f"  scraped / quiet: {statistics.median(ratios):.3f} "
-          f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
+    for mode in modes:
+        extra = (f" ({scrapes} scrapes, median {statistics.median(scrape_ms) if scrape_ms else 0:.1f} ms, "
+                 f"{len(failures)} failed)") if mode == "scraped" else ""
+        print(f"  {mode:9} {statistics.median(rates[mode]):11.0f} records/s{extra}")
+
+    def ratio(a, b):
+        ratios = [x / y for x, y in zip(rates[a], rates[b])]
+        print(f"  {a} / {b}: {statistics.median(ratios):.3f} "
+              f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
+    ratio("scraped", "quiet")
+    if "baseline" in rates:
+        ratio("quiet", "baseline")
+        ratio("scraped", "baseline")
     if failures:
         sys.exit(f"scrapes failed: {failures[:3]}")
 
