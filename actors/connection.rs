@@ -23,7 +23,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use tokio::io::AsyncRead;
@@ -46,7 +46,16 @@ use kafka_protocol::messages::ApiKey;
 /// Requests one connection may have in flight before reading pauses.
 pub const MAX_IN_FLIGHT: usize = 64;
 
-type PendingResponse = JoinHandle<Result<Option<ResponseFrame>, ProtocolError>>;
+/// A request's answer being made, and when it was ready.
+type PendingResponse = JoinHandle<(Result<Option<ResponseFrame>, ProtocolError>, Instant)>;
+
+/// An answer in the connection's line, with what RequestMetrics needs: the
+/// request's names and when its frame was read (none for SASL answers the
+/// gate makes itself).
+struct Queued {
+    response: PendingResponse,
+    timing: Option<(api::RequestNames, Instant)>,
+}
 
 pub struct Connection {
     peer: SocketAddr,
@@ -156,7 +165,8 @@ async fn serve<R: AsyncRead + Unpin>(
     peer: SocketAddr,
     session: Session,
 ) {
-    let (queue, pending) = mpsc::channel::<PendingResponse>(MAX_IN_FLIGHT);
+    let (queue, pending) = mpsc::channel::<Queued>(MAX_IN_FLIGHT);
+    let metrics = broker.metrics.clone();
     let max_frame = broker.config.socket_request_max_bytes as usize;
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms.max(1) as u64);
     let reader = read_requests(
@@ -168,7 +178,7 @@ async fn serve<R: AsyncRead + Unpin>(
         max_frame,
         idle,
     );
-    let writer = write_responses(writer, pending, peer, idle);
+    let writer = write_responses(writer, pending, peer, idle, metrics);
     // The writer ends when the reader drops the queue and every response
     // is out, or on a write error.
     let _ = tokio::join!(reader, writer);
@@ -176,7 +186,7 @@ async fn serve<R: AsyncRead + Unpin>(
 
 async fn read_requests<R: AsyncRead + Unpin>(
     mut reader: R,
-    queue: mpsc::Sender<PendingResponse>,
+    queue: mpsc::Sender<Queued>,
     broker: Arc<BrokerContext>,
     security: Arc<ListenerSecurity>,
     (peer, session): (SocketAddr, Session),
@@ -219,6 +229,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
         };
         // A quota's delay: no request is taken until it has passed.
         mute.wait().await;
+        let received = Instant::now();
         if gate.is_none() && expires.is_some() && api_key_of(&frame) == Some(ApiKey::SaslHandshake)
         {
             gate = Some(SaslGate::new(lifetime_ms, Some(session.principal.clone())));
@@ -234,7 +245,10 @@ async fn read_requests<R: AsyncRead + Unpin>(
             match sasl.take(&frame, &security, peer).await {
                 Gate::Pass => {}
                 Gate::Answer { frame, then } => {
-                    let ready: PendingResponse = actix_rt::spawn(async move { Ok(frame) });
+                    let ready = Queued {
+                        response: actix_rt::spawn(async move { (Ok(frame), Instant::now()) }),
+                        timing: None,
+                    };
                     if queue.send(ready).await.is_err() {
                         return;
                     }
@@ -278,9 +292,10 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 }
             }
         }
-        let pending: PendingResponse = match protocol::decode_request(frame) {
+        let pending = match protocol::decode_request(frame) {
             Ok(request) => {
                 let broker = broker.clone();
+                let names = api::RequestNames::of(&request);
                 // Tickets are taken in read order: appends follow it.
                 let origin = RequestOrigin {
                     peer,
@@ -289,16 +304,27 @@ async fn read_requests<R: AsyncRead + Unpin>(
                         .then(|| produce_order.ticket()),
                     mute: mute.clone(),
                     listener: listener.clone(),
+                    received,
                 };
-                actix_rt::spawn(async move { api::handle(&broker, request, origin).await })
+                Queued {
+                    response: actix_rt::spawn(async move {
+                        let answer = api::handle(&broker, request, origin).await;
+                        (answer, Instant::now())
+                    }),
+                    timing: Some((names, received)),
+                }
             }
             Err(ProtocolError::UnsupportedVersion {
                 api: kafka_protocol::messages::ApiKey::ApiVersions,
                 correlation_id,
                 ..
-            }) => actix_rt::spawn(async move {
-                protocol::unsupported_api_versions_response(correlation_id).map(Some)
-            }),
+            }) => Queued {
+                response: actix_rt::spawn(async move {
+                    let answer = protocol::unsupported_api_versions_response(correlation_id);
+                    (answer.map(Some), Instant::now())
+                }),
+                timing: None,
+            },
             Err(e) => {
                 log::warn!("closing connection from {peer}: {e}");
                 return;
@@ -312,14 +338,36 @@ async fn read_requests<R: AsyncRead + Unpin>(
 
 async fn write_responses(
     mut writer: ResponseWriter,
-    mut pending: mpsc::Receiver<PendingResponse>,
+    mut pending: mpsc::Receiver<Queued>,
     peer: SocketAddr,
     stall_limit: Duration,
+    metrics: Arc<crate::metrics::BrokerMetrics>,
 ) {
-    while let Some(response) = pending.recv().await {
-        let frame = match response.await {
+    use crate::metrics::RequestTime;
+    while let Some(Queued { response, timing }) = pending.recv().await {
+        let (answer, ready) = match response.await {
+            Ok((answer, ready)) => (Ok(answer), ready),
+            Err(e) => (Err(e), Instant::now()),
+        };
+        let writing = Instant::now();
+        // Kafka's RequestMetrics: a request with no answer due ends here.
+        let times = |written: Instant| {
+            if let Some((names, received)) = &timing {
+                let requests = &metrics.requests;
+                names.each(|name| {
+                    let queued = writing.saturating_duration_since(ready);
+                    requests.time(name, RequestTime::ResponseQueue, queued);
+                    requests.time(name, RequestTime::ResponseSend, written - writing);
+                    requests.time(name, RequestTime::Total, written - *received);
+                });
+            }
+        };
+        let frame = match answer {
             Ok(Ok(Some(frame))) => frame,
-            Ok(Ok(None)) => continue,
+            Ok(Ok(None)) => {
+                times(Instant::now());
+                continue;
+            }
             Ok(Err(e @ ProtocolError::FailedWithoutResponse(_))) => {
                 log::info!("closing connection from {peer}: {e}");
                 return;
@@ -337,7 +385,7 @@ async fn write_responses(
         // files they splice from) forever: a response not written within
         // `connections.max.idle.ms` closes the connection.
         match tokio::time::timeout(stall_limit, write_frame(&mut writer, &frame)).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => times(Instant::now()),
             Ok(Err(e)) => {
                 log::debug!("writing to {peer} failed: {e}");
                 return;

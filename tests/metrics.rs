@@ -191,6 +191,49 @@ fn metrics_count_what_real_clients_did_under_kafkas_names() {
         .expect("Produce's total time quantile");
         assert!(p > 0.0, "Produce p{quantile} = {p}");
     }
+    // The parts of a request's time, each with its quantiles and count;
+    // a Fetch's also under FetchConsumer.
+    for part in [
+        "requestqueuetimems",
+        "localtimems",
+        "responsequeuetimems",
+        "responsesendtimems",
+        "totaltimems",
+    ] {
+        for request in ["Produce", "FetchConsumer"] {
+            let name = format!("kafka_network_requestmetrics_{part}");
+            let count = value(&samples, &format!("{name}_count"), &[("request", request)])
+                .unwrap_or_else(|| panic!("{name}_count for {request}"));
+            assert!(count >= 1.0, "{name} {request}: {count}");
+            assert!(
+                value(
+                    &samples,
+                    &name,
+                    &[("request", request), ("quantile", "0.99")]
+                )
+                .is_some(),
+                "{name} {request} p99"
+            );
+        }
+    }
+    let total = |request: &str| {
+        value(
+            &samples,
+            "kafka_network_requestmetrics_totaltimems",
+            &[("request", request), ("quantile", "0.50")],
+        )
+        .expect("a median")
+    };
+    let local = value(
+        &samples,
+        "kafka_network_requestmetrics_localtimems",
+        &[("request", "Produce"), ("quantile", "0.50")],
+    )
+    .expect("a median");
+    assert!(
+        local <= total("Produce") * 1.1,
+        "local {local} within total"
+    );
 
     // A lone broker leads everything it holds: the topic's 2 partitions
     // and the offsets topic's.

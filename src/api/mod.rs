@@ -53,6 +53,7 @@ use crate::actors::group_coordinator::ForGroup;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::security::Session;
 use crate::protocol::{encode_response, ProtocolError, Request, RequestFrame, ResponseFrame};
+use crate::metrics::RequestTime;
 use crate::storage::FileRegion;
 
 /// Kafka's `isValidGroupId`: the group-membership APIs (JoinGroup,
@@ -121,6 +122,46 @@ pub struct RequestOrigin {
     /// The listener the client connected to: Metadata, FindCoordinator
     /// and DescribeCluster answer with that listener's endpoints.
     pub listener: Arc<str>,
+    /// When the request's frame was read (RequestMetrics' times start).
+    pub received: std::time::Instant,
+}
+
+/// The names Kafka's RequestMetrics counts a request under: its API, and a
+/// Fetch also as FetchConsumer or FetchFollower.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestNames {
+    pub api: ApiKey,
+    pub fetch: Option<(i16, &'static str)>,
+}
+
+impl RequestNames {
+    pub fn of(request: &RequestFrame) -> RequestNames {
+        let fetch = match &request.body {
+            Request::Fetch(f) if f.replica_id.0.max(f.replica_state.replica_id.0) >= 0 => {
+                Some((crate::metrics::FETCH_FOLLOWER_KEY, "FetchFollower"))
+            }
+            Request::Fetch(_) => Some((crate::metrics::FETCH_CONSUMER_KEY, "FetchConsumer")),
+            _ => None,
+        };
+        RequestNames {
+            api: request.api,
+            fetch,
+        }
+    }
+
+    /// Calls `f` with each name.
+    pub fn each(&self, mut f: impl FnMut(&crate::metrics::RequestName<'_>)) {
+        let api = self.api;
+        let name = || format!("{api:?}");
+        f(&crate::metrics::RequestName {
+            key: api as i16,
+            name: &name,
+        });
+        if let Some((key, kind)) = self.fetch {
+            let name = || kind.to_string();
+            f(&crate::metrics::RequestName { key, name: &name });
+        }
+    }
 }
 
 /// Answer one request. `Ok(None)` means no response is due (produce with
@@ -161,33 +202,19 @@ pub async fn handle(
             | Request::ApiVersions(_)
     );
     let counted = !matches!(frame.body, Request::Produce(_) | Request::Fetch(_)) && !exempt;
-    let fetch_from = match &frame.body {
-        Request::Fetch(f) if f.replica_id.0.max(f.replica_state.replica_id.0) >= 0 => {
-            Some((crate::metrics::FETCH_FOLLOWER_KEY, "FetchFollower"))
-        }
-        Request::Fetch(_) => Some((crate::metrics::FETCH_CONSUMER_KEY, "FetchConsumer")),
-        _ => None,
-    };
+    let names = RequestNames::of(&frame);
+    let requests = &ctx.metrics.requests;
+    let queued = throttling.started.saturating_duration_since(origin.received);
+    names.each(|name| {
+        requests.count(name, version);
+        requests.time(name, RequestTime::RequestQueue, queued);
+    });
     let answer = answer(ctx, frame.body, origin, &throttling, api, version, correlation_id).await;
     if counted {
         throttling.other();
     }
-    // Kafka's RequestMetrics: from the frame's arrival here to its answer.
-    let took = throttling.started.elapsed();
-    let requests = &ctx.metrics.requests;
-    let name = || format!("{api:?}");
-    requests.record(
-        &crate::metrics::RequestName {
-            key: api as i16,
-            name: &name,
-        },
-        version,
-        took,
-    );
-    if let Some((key, kind)) = fetch_from {
-        let name = || kind.to_string();
-        requests.record(&crate::metrics::RequestName { key, name: &name }, version, took);
-    }
+    let local = throttling.started.elapsed();
+    names.each(|name| requests.time(name, RequestTime::Local, local));
     answer
 }
 

@@ -209,14 +209,47 @@ impl BrokerTopicStats {
 }
 
 /// Kafka's `RequestMetrics`: requests by API and version, and how long
-/// each API took. Cached by API key and version, so counting a request
-/// takes a read lock and two atomic adds.
+/// each API's requests spent where. Cached by API key and version, so
+/// counting a request takes a read lock and an atomic add per figure.
 #[derive(Debug)]
 pub struct RequestMetrics {
     requests: Family<Labels, Counter>,
     counters: RwLock<HashMap<(i16, i16), Counter>>,
-    total_time: Arc<RwLock<HashMap<String, Arc<Latency>>>>,
-    latencies: RwLock<HashMap<i16, Arc<Latency>>>,
+    times: [TimeFamily; 5],
+}
+
+/// Where a request's time went, as Kafka's RequestMetrics splits it.
+#[derive(Debug, Clone, Copy)]
+pub enum RequestTime {
+    /// From its frame's arrival until its handler started.
+    RequestQueue = 0,
+    /// Its handler's time, waits for replicas or for data included
+    /// (Kafka tells those apart as RemoteTimeMs; ferrolog does not yet).
+    Local = 1,
+    /// From its answer being ready until the connection began writing it
+    /// (answers go out in request order).
+    ResponseQueue = 2,
+    /// Writing its answer.
+    ResponseSend = 3,
+    /// From its frame's arrival until its answer was written.
+    Total = 4,
+}
+
+/// The exporter's names for each figure's MBean, in `RequestTime` order.
+const REQUEST_TIMES: [(&str, &str); 5] = [
+    ("kafka_network_requestmetrics_requestqueuetimems", "Milliseconds from a request's arrival to its handler, recent quantiles"),
+    ("kafka_network_requestmetrics_localtimems", "Milliseconds in a request's handler, waits included, recent quantiles"),
+    ("kafka_network_requestmetrics_responsequeuetimems", "Milliseconds a ready answer waited for the ones before it, recent quantiles"),
+    ("kafka_network_requestmetrics_responsesendtimems", "Milliseconds writing an answer, recent quantiles"),
+    ("kafka_network_requestmetrics_totaltimems", "Milliseconds from a request's arrival to its answer written, recent quantiles"),
+];
+
+/// One time figure's latencies, by request name for the encoder and by
+/// key for the request path.
+#[derive(Debug, Default)]
+struct TimeFamily {
+    by_name: Arc<RwLock<HashMap<String, Arc<Latency>>>>,
+    by_key: RwLock<HashMap<i16, Arc<Latency>>>,
 }
 
 /// A request as RequestMetrics names it: the API key (or a key of ours
@@ -263,23 +296,24 @@ impl RequestMetrics {
             "Requests, by API (Kafka's names) and version",
             requests.clone(),
         );
-        let total_time = Arc::new(RwLock::new(HashMap::new()));
-        registry.register_collector(Box::new(latency::LatencyCollector {
-            name: "kafka_network_requestmetrics_totaltimems",
-            help: "Milliseconds from a request's arrival to its answer, recent quantiles",
-            label: Some("request"),
-            series: total_time.clone(),
-        }));
+        let times: [TimeFamily; 5] = Default::default();
+        for ((name, help), family) in REQUEST_TIMES.iter().zip(&times) {
+            registry.register_collector(Box::new(latency::LatencyCollector {
+                name,
+                help,
+                label: Some("request"),
+                series: family.by_name.clone(),
+            }));
+        }
         RequestMetrics {
             requests,
             counters: RwLock::new(HashMap::new()),
-            total_time,
-            latencies: RwLock::new(HashMap::new()),
+            times,
         }
     }
 
-    /// A request `request` at `version` was answered after `took`.
-    pub fn record(&self, request: &RequestName<'_>, version: i16, took: Duration) {
+    /// A request `request` at `version` arrived.
+    pub fn count(&self, request: &RequestName<'_>, version: i16) {
         let counter = read(&self.counters, &(request.key, version)).unwrap_or_else(|| {
             insert(&self.counters, (request.key, version), || {
                 self.requests.get_or_create_owned(&vec![
@@ -289,9 +323,14 @@ impl RequestMetrics {
             })
         });
         counter.inc();
-        let latency = read(&self.latencies, &request.key).unwrap_or_else(|| {
-            insert(&self.latencies, request.key, || {
-                insert(&self.total_time, (request.name)(), Default::default)
+    }
+
+    /// `request` spent `took` in `time`.
+    pub fn time(&self, request: &RequestName<'_>, time: RequestTime, took: Duration) {
+        let family = &self.times[time as usize];
+        let latency = read(&family.by_key, &request.key).unwrap_or_else(|| {
+            insert(&family.by_key, request.key, || {
+                insert(&family.by_name, (request.name)(), Default::default)
             })
         });
         latency.record(took);
