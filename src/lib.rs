@@ -75,6 +75,7 @@ pub(crate) fn crash_for_test() -> ! {
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod broker;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod security;

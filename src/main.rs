@@ -12,17 +12,34 @@ use ferrolog::broker::{Broker, StopReason, StopSignals};
 use ferrolog::config::BrokerConfig;
 
 #[derive(Parser, Debug)]
-#[command(version, about = "A Kafka-compatible commit-log broker")]
+#[command(
+    version,
+    about = "A Kafka-compatible commit-log broker",
+    long_about = "Without a command, runs the broker: ferrolog --config server.properties [--override key=value]...\nWith one, runs that tool against a cluster (Kafka's protocol, so Apache Kafka too).",
+    args_conflicts_with_subcommands = true
+)]
 struct Args {
-    /// A Kafka `server.properties` file.
+    /// A Kafka `server.properties` file (runs the broker).
     #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    config: Option<PathBuf>,
     /// Set a property, as Kafka's `--override key=value`; later wins.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    #[command(subcommand)]
+    command: Option<ferrolog::cli::Command>,
 }
 
 fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(command) = args.command {
+        // A tool: it prints what it did; its own messages go to stderr.
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+        return ferrolog::cli::run(command);
+    }
+    let Some(config_file) = args.config else {
+        eprintln!("ferrolog: --config FILE runs the broker; `ferrolog help` lists the tools");
+        return ExitCode::from(2);
+    };
     // Milliseconds: a failover or a controlled shutdown is read from the
     // logs of several brokers side by side.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
@@ -38,8 +55,7 @@ fn main() -> ExitCode {
     // `failpoints` feature; tests use them to inject panics and disk errors).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    let args = Args::parse();
-    let config = match BrokerConfig::load(&args.config, &args.overrides) {
+    let config = match BrokerConfig::load(&config_file, &args.overrides) {
         Ok(config) => config,
         Err(e) => {
             log::error!("cannot start: {e}");

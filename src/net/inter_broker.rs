@@ -60,6 +60,16 @@ impl InterBrokerSecurity {
         })
     }
 
+    /// A client's security without TLS: PLAINTEXT, or SASL_PLAINTEXT with
+    /// `login` (the command-line tools).
+    pub fn client(protocol: SecurityProtocol, login: Option<InterBrokerLogin>) -> Arc<Self> {
+        Arc::new(InterBrokerSecurity {
+            protocol,
+            tls: None,
+            login,
+        })
+    }
+
     /// The security of `config`'s inter-broker listener (PLAINTEXT when it
     /// names none this broker has: the embedded store's single broker).
     pub fn of(config: &BrokerConfig) -> Result<Arc<InterBrokerSecurity>, InterBrokerSecurityError> {

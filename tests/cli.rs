@@ -1,0 +1,285 @@
+//! `ferrolog topics` and `ferrolog cluster`, the binary's own tools, run as
+//! processes against real brokers: what they create, grow and delete is
+//! checked with librdkafka's Metadata; their JSON parses; failures exit
+//! with the documented codes (1 refused with Kafka's error, 2 usage, 3
+//! unreachable); `--command-config` logs in over SASL_PLAINTEXT; and on a
+//! 3-broker cluster with a follower SIGKILLed, `cluster` names the
+//! under-replicated partitions. (Against Kafka 3.9 itself: the Java suite's
+//! CliTest.)
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::{create_replicated_topic, Cluster};
+use common::BrokerProcess;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+/// Exit code, stdout, stderr of `ferrolog args...`.
+fn ferrolog(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The partition count of `topic` as librdkafka sees it (None: no topic).
+fn partitions(bootstrap: &str, topic: &str) -> Option<usize> {
+    let client: BaseConsumer = common::client_config(bootstrap).create().expect("client");
+    let metadata = client
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic && t.error().is_none())
+        .map(|t| t.partitions().len())
+}
+
+/// Create, list, describe, grow and delete a topic on one broker; each
+/// step checked with librdkafka, and each failure's exit code and message.
+#[test]
+fn topics_are_created_grown_listed_and_deleted_with_kafkas_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &["auto.create.topics.enable=false"]);
+    let b = broker.bootstrap.as_str();
+    let (code, out, err) = ferrolog(&[
+        "topics",
+        "create",
+        "--topic",
+        "tooled",
+        "--partitions",
+        "3",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), "Created topic tooled.");
+    assert_eq!(partitions(b, "tooled"), Some(3));
+
+    let (code, _, err) = ferrolog(&[
+        "topics",
+        "create",
+        "--topic",
+        "tooled",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("TopicAlreadyExists (36)"), "{err}");
+
+    let (code, out, err) = ferrolog(&["topics", "list", "--json", "--bootstrap-server", b]);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<String> = serde_json::from_str(&out).expect("a JSON list");
+    assert_eq!(
+        names,
+        vec!["tooled".to_string()],
+        "internal topics left out"
+    );
+
+    let (code, out, err) = ferrolog(&[
+        "topics",
+        "alter",
+        "--topic",
+        "tooled",
+        "--partitions",
+        "5",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(partitions(b, "tooled"), Some(5));
+    let (code, out, err) = ferrolog(&[
+        "topics",
+        "describe",
+        "--topic",
+        "tooled",
+        "--json",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let described: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let described = &described[0];
+    assert_eq!(described["name"], "tooled");
+    assert_eq!(described["partitions"].as_array().map(Vec::len), Some(5));
+    for p in described["partitions"].as_array().expect("partitions") {
+        assert_eq!(p["leader"], 0);
+        assert_eq!(p["isr"], serde_json::json!([0]));
+    }
+    let (code, table, _) = ferrolog(&["topics", "describe", "--bootstrap-server", b]);
+    assert_eq!(code, 0);
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|h| h.contains("PARTITION")),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().filter(|l| l.contains("tooled")).count(),
+        5,
+        "{table}"
+    );
+
+    let (code, out, err) = ferrolog(&[
+        "topics",
+        "delete",
+        "--topic",
+        "tooled",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while partitions(b, "tooled").is_some() {
+        assert!(Instant::now() < deadline, "the topic stayed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, _, err) = ferrolog(&[
+        "topics",
+        "describe",
+        "--topic",
+        "tooled",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 1, "{err}");
+
+    // Usage: no bootstrap server, an unreadable command config.
+    assert_eq!(ferrolog(&["topics", "list"]).0, 2);
+    assert_eq!(
+        ferrolog(&[
+            "topics",
+            "list",
+            "--command-config",
+            "/nonexistent",
+            "--bootstrap-server",
+            b
+        ])
+        .0,
+        2
+    );
+    // Nothing listening.
+    let (code, _, err) = ferrolog(&["cluster", "--bootstrap-server", "127.0.0.1:1"]);
+    assert_eq!(code, 3, "{err}");
+}
+
+/// `--command-config` with Kafka's client keys logs in over SASL_PLAINTEXT
+/// (PLAIN); a wrong password does not get in.
+#[test]
+fn command_config_logs_in_with_sasl() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jaas = r#"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";"#;
+    let mut broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms=PLAIN",
+            jaas,
+        ],
+    );
+    let sasl = broker.listener_address("SASL_PLAINTEXT");
+    let config = |password: &str| {
+        let path = dir.path().join(format!("client-{password}.properties"));
+        std::fs::write(
+            &path,
+            format!(
+                "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n\
+                 sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"{password}\";\n"
+            ),
+        )
+        .expect("write");
+        path.display().to_string()
+    };
+    let good = config("alice-secret");
+    let (code, out, err) = ferrolog(&[
+        "topics",
+        "create",
+        "--topic",
+        "secured",
+        "--command-config",
+        &good,
+        "--bootstrap-server",
+        &sasl,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(broker.count_lines("authenticated as User:alice on SASL_PLAINTEXT") >= 1);
+    let bad = config("wrong");
+    let (code, _, err) = ferrolog(&[
+        "topics",
+        "list",
+        "--command-config",
+        &bad,
+        "--bootstrap-server",
+        &sasl,
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("SASL PLAIN"), "{err}");
+}
+
+/// Three brokers: `cluster --json` lists them with one controller; with a
+/// follower SIGKILLed it names the under-replicated partitions.
+#[test]
+fn cluster_names_brokers_controller_and_under_replicated_partitions() {
+    let mut cluster = Cluster::start_with(3, &["replica.lag.time.max.ms=2000"]);
+    let bootstrap = cluster.bootstrap(0);
+    create_replicated_topic(&bootstrap, "watched", 2, 3);
+    let view = |bootstrap: &str| -> serde_json::Value {
+        let (code, out, err) = ferrolog(&["cluster", "--json", "--bootstrap-server", bootstrap]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).expect("JSON")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = view(&bootstrap);
+        let brokers = v["brokers"].as_array().map(Vec::len).unwrap_or(0);
+        let under = v["under_replicated"].as_array().map(Vec::len).unwrap_or(99);
+        if brokers == 3 && under == 0 {
+            let controllers = v["brokers"]
+                .as_array()
+                .expect("brokers")
+                .iter()
+                .filter(|b| b["controller"] == true)
+                .count();
+            assert_eq!(controllers, 1, "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never 3 brokers in sync: {v}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let leaders = cluster.view(0, "watched").0;
+    let victim = (0..3)
+        .find(|id| !leaders.values().any(|l| l == id))
+        .unwrap_or(2);
+    let asked = if victim == 0 { 1 } else { 0 };
+    cluster.brokers.remove(&victim).expect("running").kill();
+    let bootstrap = cluster.bootstrap(asked);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = view(&bootstrap);
+        let under: Vec<String> = v["under_replicated"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if under == ["watched-0", "watched-1"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never under-replicated: {v}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (_, table, _) = ferrolog(&["cluster", "--bootstrap-server", &bootstrap]);
+    assert!(
+        table.contains("under-replicated: watched-0 watched-1"),
+        "{table}"
+    );
+}
