@@ -16,6 +16,8 @@ use common::BrokerProcess;
 
 type Labels = BTreeMap<String, String>;
 
+const TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Every sample `/metrics` at `address` answered, parsed by
 /// tests/python/scrape.py.
 fn scrape(address: &str) -> Vec<(String, Labels, f64)> {
@@ -293,6 +295,28 @@ fn metrics_count_what_real_clients_did_under_kafkas_names() {
 
     assert_eq!(get(&address, "/healthz"), (200, "ok\n".to_string()));
     assert_eq!(get(&address, "/readyz"), (200, "ready\n".to_string()));
+
+    // A deleted topic's series go, as Kafka removes its topic metrics;
+    // the broker-wide ones keep their counts.
+    let deleted = common::block_on(
+        common::admin(&bootstrap).delete_topics(&["counted"], &common::admin_options(TIMEOUT)),
+    )
+    .expect("DeleteTopics answered");
+    assert!(deleted.iter().all(Result::is_ok), "{deleted:?}");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let samples = scrape(&address);
+        let name = "kafka_server_brokertopicmetrics_messagesin_total";
+        if value(&samples, name, &topic).is_none() {
+            assert!(value(&samples, name, &[]).is_some_and(|v| v >= 100.0));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the deleted topic's series stayed"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 /// Unknown paths get 404, a request head past the 64 KiB bound 431, bytes

@@ -208,6 +208,29 @@ impl BrokerTopicStats {
 
 }
 
+impl BrokerTopicStats {
+    /// Drops the series of topics `exists` says are gone, as Kafka removes
+    /// a deleted topic's BrokerTopicMetrics (a scrape calls it with the
+    /// metadata's topics).
+    pub fn retain_topics(&self, exists: impl Fn(&str) -> bool) {
+        let gone: Vec<String> = {
+            let map = self.by_topic.read().unwrap_or_else(|p| p.into_inner());
+            map.keys().filter(|t| !exists(t)).cloned().collect()
+        };
+        if gone.is_empty() {
+            return;
+        }
+        let mut map = self.by_topic.write().unwrap_or_else(|p| p.into_inner());
+        for topic in gone {
+            map.remove(&topic);
+            let labels = vec![("topic".to_string(), topic)];
+            for family in &self.families {
+                family.remove(&labels);
+            }
+        }
+    }
+}
+
 /// Kafka's `RequestMetrics`: requests by API and version, and how long
 /// each API's requests spent where. Cached by API key and version, so
 /// counting a request takes a read lock and an atomic add per figure.

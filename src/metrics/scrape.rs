@@ -65,6 +65,11 @@ pub async fn scrape(sources: &ScrapeSources) -> String {
         }
         Err(_) => None,
     };
+    // A deleted topic's series go (a topic created since is back at its
+    // first append).
+    let known: std::collections::HashSet<String> =
+        sources.metadata.read(|m| m.topics.keys().cloned().collect());
+    sources.metrics.topics.retain_topics(|t| known.contains(t));
     let gauges = Gauges::default();
     gauges.replica_manager(sources);
     gauges.controller(sources);
