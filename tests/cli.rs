@@ -283,3 +283,102 @@ fn cluster_names_brokers_controller_and_under_replicated_partitions() {
         "{table}"
     );
 }
+
+/// A group that committed offsets: `groups list` finds it and `groups
+/// describe` gives each partition's committed offset, log end offset and
+/// lag (6 and 4 records written, 3 and 1 committed); an unknown group is
+/// refused with exit 1.
+#[test]
+fn groups_are_listed_and_described_with_their_lag() {
+    use rdkafka::consumer::CommitMode;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let b = broker.bootstrap.as_str();
+    create_replicated_topic(b, "eaten", 2, 1);
+    let producer: BaseProducer = common::client_config(b).create().expect("producer");
+    for (partition, count) in [(0, 6), (1, 4)] {
+        for i in 0..count {
+            let payload = format!("record-{i}");
+            producer
+                .send(
+                    BaseRecord::<(), _>::to("eaten")
+                        .partition(partition)
+                        .payload(&payload),
+                )
+                .expect("queued");
+        }
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("acknowledged");
+    let group: BaseConsumer = common::client_config(b)
+        .set("group.id", "eaters")
+        .create()
+        .expect("consumer");
+    let mut committed = rdkafka::TopicPartitionList::new();
+    for (partition, offset) in [(0, 3), (1, 1)] {
+        committed
+            .add_partition_offset("eaten", partition, rdkafka::Offset::Offset(offset))
+            .expect("offset");
+    }
+    group
+        .commit(&committed, CommitMode::Sync)
+        .expect("committed");
+
+    let (code, out, err) = ferrolog(&["groups", "list", "--json", "--bootstrap-server", b]);
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(
+        listed
+            .as_array()
+            .is_some_and(|a| a.iter().any(|g| g["group"] == "eaters")),
+        "{listed}"
+    );
+    let (code, out, err) = ferrolog(&[
+        "groups",
+        "describe",
+        "--group",
+        "eaters",
+        "--json",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let described: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(described["coordinator"], 0);
+    let offsets: Vec<(i64, i64, i64, i64)> = described["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .map(|o| {
+            let n = |k: &str| o[k].as_i64().unwrap_or(-99);
+            (
+                n("partition"),
+                n("current_offset"),
+                n("log_end_offset"),
+                n("lag"),
+            )
+        })
+        .collect();
+    assert_eq!(offsets, vec![(0, 3, 6, 3), (1, 1, 4, 3)], "{described}");
+    let (code, table, _) = ferrolog(&[
+        "groups",
+        "describe",
+        "--group",
+        "eaters",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0);
+    assert!(table.contains("LOG-END-OFFSET"), "{table}");
+    let (code, _, err) = ferrolog(&[
+        "groups",
+        "describe",
+        "--group",
+        "nobody",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 1, "{err}");
+}

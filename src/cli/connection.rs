@@ -92,6 +92,56 @@ impl Cluster {
         )))
     }
 
+    /// Sends `request` to broker `id` of `metadata`.
+    pub async fn ask<Req, Resp>(
+        &self,
+        id: kafka_protocol::messages::BrokerId,
+        metadata: &MetadataResponse,
+        api: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp, CliError>
+    where
+        Req: Encodable + HeaderVersion,
+        Resp: Decodable,
+    {
+        let broker = metadata
+            .brokers
+            .iter()
+            .find(|b| b.node_id == id)
+            .ok_or_else(|| CliError::Refused(format!("broker {} is not in the cluster", id.0)))?;
+        let address = format!("{}:{}", broker.host, broker.port);
+        client(&address, &self.security)
+            .call(api, version, request)
+            .await
+            .map_err(|e| CliError::Unreachable(format!("broker {} at {address}: {e}", id.0)))
+    }
+
+    /// Sends `request` to the first broker of `metadata` that answers.
+    pub async fn ask_any<Req, Resp>(
+        &self,
+        metadata: &MetadataResponse,
+        api: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp, CliError>
+    where
+        Req: Encodable + HeaderVersion,
+        Resp: Decodable,
+    {
+        let mut last = CliError::Unreachable("the cluster lists no broker".into());
+        for broker in &metadata.brokers {
+            match self
+                .ask(broker.node_id, metadata, api, version, request)
+                .await
+            {
+                Ok(answer) => return Ok(answer),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
     /// Sends `request` to the controller `metadata` names (CreateTopics,
     /// DeleteTopics and CreatePartitions must go there in ZooKeeper mode).
     pub async fn ask_controller<Req, Resp>(
@@ -105,17 +155,13 @@ impl Cluster {
         Req: Encodable + HeaderVersion,
         Resp: Decodable,
     {
-        let controller = metadata
-            .brokers
-            .iter()
-            .find(|b| b.node_id == metadata.controller_id)
-            .ok_or_else(|| CliError::Refused("the cluster has no controller now".into()))?;
-        let address = format!("{}:{}", controller.host, controller.port);
-        let mut client = client(&address, &self.security);
-        client
-            .call(api, version, request)
+        if metadata.controller_id.0 < 0 {
+            return Err(CliError::Refused(
+                "the cluster has no controller now".into(),
+            ));
+        }
+        self.ask(metadata.controller_id, metadata, api, version, request)
             .await
-            .map_err(|e| CliError::Unreachable(format!("the controller at {address}: {e}")))
     }
 }
 

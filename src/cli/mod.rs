@@ -15,12 +15,14 @@
 
 mod cluster;
 mod connection;
+mod groups;
 mod topics;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub use connection::CliError;
+pub use groups::GroupsAction;
 pub use topics::TopicsAction;
 
 /// A tool of the `ferrolog` binary.
@@ -31,6 +33,15 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: TopicsAction,
+        /// How to reach the cluster.
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// Consumer groups: list, describe with lag.
+    Groups {
+        /// What to do.
+        #[command(subcommand)]
+        action: GroupsAction,
         /// How to reach the cluster.
         #[command(flatten)]
         connection: ConnectionArgs,
@@ -75,6 +86,7 @@ pub fn run(command: Command) -> ExitCode {
     let outcome = runtime.block_on(async move {
         match command {
             Command::Topics { action, connection } => topics::run(action, &connection).await,
+            Command::Groups { action, connection } => groups::run(action, &connection).await,
             Command::Cluster { connection } => cluster::run(&connection).await,
         }
     });

@@ -9,9 +9,14 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -94,6 +99,27 @@ class CliTest {
                 assertEquals(0, cluster.code(), cluster.err());
                 assertTrue(cluster.out().contains("\"port\": " + port), cluster.out());
                 assertTrue(cluster.out().contains("\"controller\": 0"), cluster.out());
+
+                // A group with committed offsets and no members: Kafka's own
+                // coordinator answers, and the lag comes from its log ends.
+                try (KafkaProducer<String, String> producer = Clients.producer(bootstrap, Map.of())) {
+                    for (int i = 0; i < 5; i++) {
+                        producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i)).get();
+                    }
+                }
+                try (Admin admin = Clients.admin(bootstrap)) {
+                    admin.alterConsumerGroupOffsets("cli-group", Map.of(
+                            new TopicPartition(topic, 0), new OffsetAndMetadata(2))).all().get();
+                }
+                Run groups = ferrolog("groups", "list", "--json", "--bootstrap-server", bootstrap);
+                assertEquals(0, groups.code(), groups.err());
+                assertTrue(groups.out().contains("\"cli-group\""), groups.out());
+                Run group = ferrolog("groups", "describe", "--group", "cli-group", "--json",
+                        "--bootstrap-server", bootstrap);
+                assertEquals(0, group.code(), group.err());
+                String compact = group.out().replaceAll("\\s", "");
+                assertTrue(compact.contains("\"current_offset\":2,\"log_end_offset\":5,\"lag\":3"),
+                        group.out());
 
                 Run deleted = ferrolog("topics", "delete", "--topic", topic, "--bootstrap-server", bootstrap);
                 assertEquals(0, deleted.code(), deleted.err());
