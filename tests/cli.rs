@@ -382,3 +382,81 @@ fn groups_are_listed_and_described_with_their_lag() {
     ]);
     assert_eq!(code, 1, "{err}");
 }
+
+/// `configs alter` sets and deletes a topic's configs and a broker's
+/// dynamic one; `configs describe` shows each with Kafka's source names,
+/// and `--overrides-only` just what was set; a key Kafka does not know is
+/// refused with INVALID_CONFIG (exit 1).
+#[test]
+fn configs_are_described_and_altered_for_topics_and_brokers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let b = broker.bootstrap.as_str();
+    create_replicated_topic(b, "configured", 1, 1);
+    let describe = |entity: &[&str], extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["configs", "describe", "--json", "--bootstrap-server", b];
+        args.extend_from_slice(entity);
+        args.extend_from_slice(extra);
+        let (code, out, err) = ferrolog(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).expect("JSON")
+    };
+    let find = |configs: &serde_json::Value, name: &str| -> serde_json::Value {
+        configs
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["name"] == name).cloned())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let topic = ["--entity-type", "topics", "--entity-name", "configured"];
+    let before = describe(&topic, &[]);
+    assert_eq!(find(&before, "retention.ms")["source"], "DEFAULT_CONFIG");
+    let mut alter = vec!["configs", "alter", "--bootstrap-server", b];
+    alter.extend_from_slice(&topic);
+    alter.extend_from_slice(&[
+        "--add-config",
+        "retention.ms=60000",
+        "--add-config",
+        "cleanup.policy=compact",
+    ]);
+    let (code, out, err) = ferrolog(&alter);
+    assert_eq!(code, 0, "{out}{err}");
+    let after = describe(&topic, &[]);
+    assert_eq!(find(&after, "retention.ms")["value"], "60000");
+    assert_eq!(
+        find(&after, "retention.ms")["source"],
+        "DYNAMIC_TOPIC_CONFIG"
+    );
+    let set = describe(&topic, &["--overrides-only"]);
+    let names: Vec<&str> = set
+        .as_array()
+        .expect("configs")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["cleanup.policy", "retention.ms"]);
+    let mut delete = vec!["configs", "alter", "--bootstrap-server", b];
+    delete.extend_from_slice(&topic);
+    delete.extend_from_slice(&["--delete-config", "retention.ms"]);
+    assert_eq!(ferrolog(&delete).0, 0);
+    assert_eq!(
+        find(&describe(&topic, &[]), "retention.ms")["source"],
+        "DEFAULT_CONFIG"
+    );
+    let mut bad = vec!["configs", "alter", "--bootstrap-server", b];
+    bad.extend_from_slice(&topic);
+    bad.extend_from_slice(&["--add-config", "no.such.key=1"]);
+    let (code, _, err) = ferrolog(&bad);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("InvalidConfig (40)"), "{err}");
+
+    // A broker's dynamic config (KIP-226).
+    let brokers = ["--entity-type", "brokers", "--entity-name", "0"];
+    let mut alter = vec!["configs", "alter", "--bootstrap-server", b];
+    alter.extend_from_slice(&brokers);
+    alter.extend_from_slice(&["--add-config", "log.retention.ms=7200000"]);
+    let (code, out, err) = ferrolog(&alter);
+    assert_eq!(code, 0, "{out}{err}");
+    let config = find(&describe(&brokers, &[]), "log.retention.ms");
+    assert_eq!(config["value"], "7200000");
+    assert_eq!(config["source"], "DYNAMIC_BROKER_CONFIG");
+}

@@ -14,6 +14,7 @@
 //! `sasl.mechanism` and `sasl.jaas.config` with `username` and `password`.
 
 mod cluster;
+mod configs;
 mod connection;
 mod groups;
 mod topics;
@@ -21,6 +22,7 @@ mod topics;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+pub use configs::ConfigsAction;
 pub use connection::CliError;
 pub use groups::GroupsAction;
 pub use topics::TopicsAction;
@@ -42,6 +44,15 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: GroupsAction,
+        /// How to reach the cluster.
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// Topic and broker configs: describe, alter.
+    Configs {
+        /// What to do.
+        #[command(subcommand)]
+        action: ConfigsAction,
         /// How to reach the cluster.
         #[command(flatten)]
         connection: ConnectionArgs,
@@ -87,6 +98,7 @@ pub fn run(command: Command) -> ExitCode {
         match command {
             Command::Topics { action, connection } => topics::run(action, &connection).await,
             Command::Groups { action, connection } => groups::run(action, &connection).await,
+            Command::Configs { action, connection } => configs::run(action, &connection).await,
             Command::Cluster { connection } => cluster::run(&connection).await,
         }
     });
