@@ -16,6 +16,7 @@
 mod cluster;
 mod configs;
 mod connection;
+mod dump_log;
 mod groups;
 mod topics;
 
@@ -24,6 +25,7 @@ use std::process::ExitCode;
 
 pub use configs::ConfigsAction;
 pub use connection::CliError;
+pub use dump_log::DumpLogArgs;
 pub use groups::GroupsAction;
 pub use topics::TopicsAction;
 
@@ -57,6 +59,9 @@ pub enum Command {
         #[command(flatten)]
         connection: ConnectionArgs,
     },
+    /// Decode a partition's .log, .index and .timeindex files (no broker
+    /// needed); --verify checks every CRC and index entry.
+    DumpLog(DumpLogArgs),
     /// The cluster: its brokers, its controller, and the partitions that
     /// are under-replicated or offline.
     Cluster {
@@ -100,6 +105,7 @@ pub fn run(command: Command) -> ExitCode {
             Command::Groups { action, connection } => groups::run(action, &connection).await,
             Command::Configs { action, connection } => configs::run(action, &connection).await,
             Command::Cluster { connection } => cluster::run(&connection).await,
+            Command::DumpLog(args) => dump_log::run(&args),
         }
     });
     match outcome {
