@@ -537,3 +537,91 @@ fn dump_log_decodes_and_verifies_a_segment() {
     assert!(err.contains("batch at offset 5"), "{err}");
     assert!(err.contains("CRC"), "{err}");
 }
+
+/// `tail --from-beginning` prints every record with the format's fields;
+/// without it only records written after it started, until
+/// `--max-messages`.
+#[test]
+fn tail_prints_a_topic_from_the_beginning_or_what_comes_next() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let b = broker.bootstrap.clone();
+    create_replicated_topic(&b, "tailed", 2, 1);
+    let producer: BaseProducer = common::client_config(&b).create().expect("producer");
+    let send = |from: usize, to: usize| {
+        for i in from..to {
+            let (key, value) = (format!("k{i}"), format!("v{i}"));
+            producer
+                .send(
+                    BaseRecord::to("tailed")
+                        .partition((i % 2) as i32)
+                        .key(&key)
+                        .payload(&value),
+                )
+                .expect("queued");
+        }
+        producer
+            .flush(Duration::from_secs(30))
+            .expect("acknowledged");
+    };
+    send(0, 10);
+    let (code, out, err) = ferrolog(&[
+        "tail",
+        "--topic",
+        "tailed",
+        "--from-beginning",
+        "--max-messages",
+        "10",
+        "--format",
+        "%p:%o:%k=%v",
+        "--bootstrap-server",
+        &b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    let mut expected: Vec<String> = (0..10)
+        .map(|i| format!("{}:{}:k{i}=v{i}", i % 2, i / 2))
+        .collect();
+    expected.sort();
+    assert_eq!(lines, expected);
+
+    // From the end: only what is written once it runs (records keep
+    // coming until it has printed 4, so its start-up time does not matter).
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferrolog"))
+        .args([
+            "tail",
+            "--topic",
+            "tailed",
+            "--max-messages",
+            "4",
+            "--timeout-ms",
+            "60000",
+        ])
+        .args(["--bootstrap-server", &b])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("tail runs");
+    let mut next = 10;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "tail never printed 4 records");
+        send(next, next + 1);
+        next += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let out = child.wait_with_output().expect("tail ends");
+    assert!(out.status.success());
+    let values: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_start_matches('v').parse().expect("a value"))
+        .collect();
+    assert_eq!(values.len(), 4, "{values:?}");
+    assert!(
+        values.iter().all(|&v| v >= 10),
+        "old records printed: {values:?}"
+    );
+    let distinct: std::collections::BTreeSet<_> = values.iter().collect();
+    assert_eq!(distinct.len(), 4, "{values:?}");
+}

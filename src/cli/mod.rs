@@ -18,6 +18,7 @@ mod configs;
 mod connection;
 mod dump_log;
 mod groups;
+mod tail;
 mod topics;
 
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ pub use configs::ConfigsAction;
 pub use connection::CliError;
 pub use dump_log::DumpLogArgs;
 pub use groups::GroupsAction;
+pub use tail::TailArgs;
 pub use topics::TopicsAction;
 
 /// A tool of the `ferrolog` binary.
@@ -59,6 +61,8 @@ pub enum Command {
         #[command(flatten)]
         connection: ConnectionArgs,
     },
+    /// Read a topic and print its records (--format, --from-beginning).
+    Tail(TailArgs),
     /// Decode a partition's .log, .index and .timeindex files (no broker
     /// needed); --verify checks every CRC and index entry.
     DumpLog(DumpLogArgs),
@@ -106,6 +110,7 @@ pub fn run(command: Command) -> ExitCode {
             Command::Configs { action, connection } => configs::run(action, &connection).await,
             Command::Cluster { connection } => cluster::run(&connection).await,
             Command::DumpLog(args) => dump_log::run(&args),
+            Command::Tail(args) => tail::run(&args).await,
         }
     });
     match outcome {
