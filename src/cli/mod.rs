@@ -20,6 +20,7 @@ mod dump_log;
 mod groups;
 mod tail;
 mod topics;
+mod users;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +31,7 @@ pub use dump_log::DumpLogArgs;
 pub use groups::GroupsAction;
 pub use tail::TailArgs;
 pub use topics::TopicsAction;
+pub use users::UsersAction;
 
 /// A tool of the `ferrolog` binary.
 #[derive(clap::Subcommand, Debug)]
@@ -57,6 +59,15 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: ConfigsAction,
+        /// How to reach the cluster.
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// SCRAM users: list, add, delete (KIP-554).
+    Users {
+        /// What to do.
+        #[command(subcommand)]
+        action: UsersAction,
         /// How to reach the cluster.
         #[command(flatten)]
         connection: ConnectionArgs,
@@ -111,6 +122,7 @@ pub fn run(command: Command) -> ExitCode {
             Command::Cluster { connection } => cluster::run(&connection).await,
             Command::DumpLog(args) => dump_log::run(&args),
             Command::Tail(args) => tail::run(&args).await,
+            Command::Users { action, connection } => users::run(action, &connection).await,
         }
     });
     match outcome {

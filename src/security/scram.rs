@@ -78,7 +78,7 @@ impl ScramMechanism {
     }
 
     /// RFC 5802's `Hi`: PBKDF2 with HMAC of the mechanism's hash.
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    pub fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
         match self {
             ScramMechanism::Sha256 => {
                 pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(password, salt, iterations).to_vec()
