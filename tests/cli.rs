@@ -698,3 +698,113 @@ fn users_are_added_listed_used_and_deleted() {
     }
     assert_eq!(as_carol().0, 3);
 }
+
+/// `acls add` stores literal and prefixed ACLs that `acls list` then shows
+/// with Kafka's names; `acls remove` removes exactly the ones named; a bad
+/// operation is a usage error (exit 2).
+#[test]
+fn acls_are_added_listed_and_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(
+        dir.path(),
+        &[
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found=true",
+        ],
+    );
+    let b = broker.bootstrap.as_str();
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--bootstrap-server", b]);
+        ferrolog(&all)
+    };
+    let (code, out, err) = run(&[
+        "acls",
+        "add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Read",
+        "--operation",
+        "Describe",
+        "--topic",
+        "logs",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), "Added 2 ACLs on logs.");
+    let (code, _, err) = run(&[
+        "acls",
+        "add",
+        "--deny-principal",
+        "User:bob",
+        "--operation",
+        "WRITE",
+        "--topic",
+        "logs-",
+        "--resource-pattern-type",
+        "prefixed",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let list = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["acls", "list", "--json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        let acls: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        acls.as_array()
+            .expect("a list")
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {} {} {} {} {}",
+                    a["resource_type"],
+                    a["pattern_type"],
+                    a["resource_name"],
+                    a["principal"],
+                    a["operation"],
+                    a["permission"]
+                )
+                .replace('"', "")
+            })
+            .collect()
+    };
+    assert_eq!(
+        list(&[]),
+        [
+            "Topic Literal logs User:alice Describe Allow",
+            "Topic Literal logs User:alice Read Allow",
+            "Topic Prefixed logs- User:bob Write Deny",
+        ]
+    );
+    assert_eq!(list(&["--topic", "logs"]).len(), 2);
+    let (code, out, err) = run(&[
+        "acls",
+        "remove",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Read",
+        "--topic",
+        "logs",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "Removed 1 ACLs on logs.");
+    assert_eq!(
+        list(&[]),
+        [
+            "Topic Literal logs User:alice Describe Allow",
+            "Topic Prefixed logs- User:bob Write Deny",
+        ]
+    );
+    let (code, _, _) = run(&[
+        "acls",
+        "add",
+        "--allow-principal",
+        "User:x",
+        "--operation",
+        "Fly",
+        "--topic",
+        "t",
+    ]);
+    assert_eq!(code, 2);
+}

@@ -13,6 +13,7 @@
 //! `security.protocol` (PLAINTEXT or SASL_PLAINTEXT in this version),
 //! `sasl.mechanism` and `sasl.jaas.config` with `username` and `password`.
 
+mod acls;
 mod cluster;
 mod configs;
 mod connection;
@@ -25,6 +26,7 @@ mod users;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+pub use acls::AclsAction;
 pub use configs::ConfigsAction;
 pub use connection::CliError;
 pub use dump_log::DumpLogArgs;
@@ -59,6 +61,15 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: ConfigsAction,
+        /// How to reach the cluster.
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// ACLs: list, add, remove (the ACL authorizer's).
+    Acls {
+        /// What to do.
+        #[command(subcommand)]
+        action: AclsAction,
         /// How to reach the cluster.
         #[command(flatten)]
         connection: ConnectionArgs,
@@ -122,6 +133,7 @@ pub fn run(command: Command) -> ExitCode {
             Command::Cluster { connection } => cluster::run(&connection).await,
             Command::DumpLog(args) => dump_log::run(&args),
             Command::Tail(args) => tail::run(&args).await,
+            Command::Acls { action, connection } => acls::run(action, &connection).await,
             Command::Users { action, connection } => users::run(action, &connection).await,
         }
     });
