@@ -287,7 +287,8 @@ fn cluster_names_brokers_controller_and_under_replicated_partitions() {
 /// A group that committed offsets: `groups list` finds it and `groups
 /// describe` gives each partition's committed offset, log end offset and
 /// lag (6 and 4 records written, 3 and 1 committed); an unknown group is
-/// refused with exit 1.
+/// refused with exit 1. `reset-offsets` moves the inactive group (a dry
+/// run first), and `delete` removes it.
 #[test]
 fn groups_are_listed_and_described_with_their_lag() {
     use rdkafka::consumer::CommitMode;
@@ -381,6 +382,91 @@ fn groups_are_listed_and_described_with_their_lag() {
         b,
     ]);
     assert_eq!(code, 1, "{err}");
+
+    // reset-offsets: a dry run changes nothing; --execute commits; an
+    // offset past the end is kept within each partition's range.
+    let committed_now = || -> Vec<(i64, i64)> {
+        let (code, out, err) = ferrolog(&[
+            "groups",
+            "describe",
+            "--group",
+            "eaters",
+            "--json",
+            "--bootstrap-server",
+            b,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        v["offsets"]
+            .as_array()
+            .expect("offsets")
+            .iter()
+            .map(|o| {
+                (
+                    o["current_offset"].as_i64().unwrap_or(-9),
+                    o["lag"].as_i64().unwrap_or(-9),
+                )
+            })
+            .collect()
+    };
+    let reset = |target: &[&str], execute: bool| -> serde_json::Value {
+        let mut args = vec![
+            "groups",
+            "reset-offsets",
+            "--group",
+            "eaters",
+            "--topic",
+            "eaten",
+            "--json",
+        ];
+        args.extend_from_slice(target);
+        if execute {
+            args.push("--execute");
+        }
+        args.extend_from_slice(&["--bootstrap-server", b]);
+        let (code, out, err) = ferrolog(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).expect("JSON")
+    };
+    assert_eq!(
+        reset(&["--to-earliest"], false),
+        serde_json::json!([[0, 0], [1, 0]])
+    );
+    assert_eq!(
+        committed_now(),
+        [(3, 3), (1, 3)],
+        "a dry run commits nothing"
+    );
+    reset(&["--to-earliest"], true);
+    assert_eq!(committed_now(), [(0, 6), (0, 4)]);
+    assert_eq!(
+        reset(&["--to-offset", "100"], true),
+        serde_json::json!([[0, 6], [1, 4]])
+    );
+    assert_eq!(committed_now(), [(6, 0), (4, 0)]);
+    let no_target = [
+        "groups",
+        "reset-offsets",
+        "--group",
+        "eaters",
+        "--topic",
+        "eaten",
+        "--bootstrap-server",
+        b,
+    ];
+    assert_eq!(ferrolog(&no_target).0, 2);
+
+    let (code, _, err) = ferrolog(&[
+        "groups",
+        "delete",
+        "--group",
+        "eaters",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = ferrolog(&["groups", "list", "--json", "--bootstrap-server", b]);
+    assert!(!out.contains("\"eaters\""), "{out}");
 }
 
 /// `configs alter` sets and deletes a topic's configs and a broker's

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
+    ApiKey, BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
@@ -24,6 +26,37 @@ pub enum GroupsAction {
     /// A group's state, members, and per partition its committed offset,
     /// the log end offset and the lag.
     Describe {
+        /// The group.
+        #[arg(long)]
+        group: String,
+    },
+    /// Move an inactive group's committed offsets on a topic: a dry run
+    /// that prints the new offsets unless --execute.
+    ResetOffsets {
+        /// The group.
+        #[arg(long)]
+        group: String,
+        /// The topic whose partitions move.
+        #[arg(long)]
+        topic: String,
+        /// To each partition's first offset.
+        #[arg(long, group = "target")]
+        to_earliest: bool,
+        /// To each partition's end.
+        #[arg(long, group = "target")]
+        to_latest: bool,
+        /// To this offset (kept within each partition's range, as Kafka does).
+        #[arg(long, group = "target")]
+        to_offset: Option<i64>,
+        /// To the first offset at or after this time (ms since the epoch).
+        #[arg(long, group = "target")]
+        to_timestamp: Option<i64>,
+        /// Commit the new offsets (without it: a dry run).
+        #[arg(long)]
+        execute: bool,
+    },
+    /// Delete an inactive group and its offsets.
+    Delete {
         /// The group.
         #[arg(long)]
         group: String,
@@ -100,6 +133,65 @@ pub async fn run(action: GroupsAction, args: &ConnectionArgs) -> Result<(), CliE
             });
             Ok(())
         }
+        GroupsAction::ResetOffsets {
+            group,
+            topic,
+            to_earliest,
+            to_latest,
+            to_offset,
+            to_timestamp,
+            execute,
+        } => {
+            let target =
+                match (to_earliest, to_latest, to_offset, to_timestamp) {
+                    (true, _, _, _) => Target::Earliest,
+                    (_, true, _, _) => Target::Latest,
+                    (_, _, Some(offset), _) => Target::Offset(offset),
+                    (_, _, _, Some(ms)) => Target::Timestamp(ms),
+                    _ => return Err(CliError::Usage(
+                        "name a target: --to-earliest, --to-latest, --to-offset or --to-timestamp"
+                            .into(),
+                    )),
+                };
+            let plan = reset_offsets(&cluster, &metadata, &group, &topic, target, execute).await?;
+            print(args.json, &plan, || {
+                let rows = plan
+                    .iter()
+                    .map(|(p, o)| vec![group.clone(), topic.clone(), p.to_string(), o.to_string()])
+                    .collect();
+                format!(
+                    "{}{}",
+                    table(&["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows),
+                    if execute {
+                        ""
+                    } else {
+                        "\n(dry run: --execute commits these)"
+                    }
+                )
+            });
+            Ok(())
+        }
+        GroupsAction::Delete { group } => {
+            let coordinator = coordinator(&cluster, &metadata, &group).await?;
+            let response: DeleteGroupsResponse = cluster
+                .ask(
+                    coordinator,
+                    &metadata,
+                    ApiKey::DeleteGroups,
+                    2,
+                    &DeleteGroupsRequest::default()
+                        .with_groups_names(vec![GroupId(StrBytes::from_string(group.clone()))]),
+                )
+                .await?;
+            if let Some(r) = response.results.iter().find(|r| r.error_code != 0) {
+                return Err(refusal(&format!("deleting {group}"), r.error_code, None));
+            }
+            let done = serde_json::json!({ "deleted": group });
+            print(args.json, &done, || {
+                format!("Deleted consumer group {group}.")
+            });
+            Ok(())
+        }
         GroupsAction::Describe { group } => {
             let view = describe(&cluster, &metadata, &group).await?;
             print(args.json, &view, || {
@@ -142,11 +234,21 @@ pub async fn run(action: GroupsAction, args: &ConnectionArgs) -> Result<(), CliE
     }
 }
 
-async fn describe(
+/// Where a reset moves each partition.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Earliest,
+    Latest,
+    Offset(i64),
+    Timestamp(i64),
+}
+
+/// The group's coordinator (FindCoordinator).
+async fn coordinator(
     cluster: &Cluster,
     metadata: &MetadataResponse,
     group: &str,
-) -> Result<GroupView, CliError> {
+) -> Result<BrokerId, CliError> {
     let found: FindCoordinatorResponse = cluster
         .ask_any(
             metadata,
@@ -162,7 +264,125 @@ async fn describe(
             found.error_message.as_deref(),
         ));
     }
-    let coordinator = found.node_id;
+    Ok(found.node_id)
+}
+
+/// Each partition of `topic` and the offset `target` names, committed for
+/// `group` when `execute`. Kafka's rule: only an inactive group (Empty or
+/// without members) may be reset.
+async fn reset_offsets(
+    cluster: &Cluster,
+    metadata: &MetadataResponse,
+    group: &str,
+    topic: &str,
+    target: Target,
+    execute: bool,
+) -> Result<Vec<(i32, i64)>, CliError> {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    let coordinator = coordinator(cluster, metadata, group).await?;
+    let group_id = GroupId(StrBytes::from_string(group.to_string()));
+    let described: DescribeGroupsResponse = cluster
+        .ask(
+            coordinator,
+            metadata,
+            ApiKey::DescribeGroups,
+            5,
+            &DescribeGroupsRequest::default().with_groups(vec![group_id.clone()]),
+        )
+        .await?;
+    if let Some(g) = described.groups.first() {
+        if !matches!(g.group_state.as_str(), "Empty" | "Dead") {
+            return Err(CliError::Refused(format!(
+                "assignments can only be reset if the group {group} is inactive, but it is {}",
+                g.group_state.as_str()
+            )));
+        }
+    }
+    let partitions: Vec<(String, i32)> = metadata
+        .topics
+        .iter()
+        .filter(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (topic.to_string(), p.partition_index))
+        })
+        .collect();
+    if partitions.is_empty() {
+        return Err(CliError::Refused(format!("topic {topic} does not exist")));
+    }
+    let earliest = list_offsets(cluster, metadata, partitions.iter(), -2).await;
+    let latest = list_offsets(cluster, metadata, partitions.iter(), -1).await;
+    let by_time = match target {
+        Target::Timestamp(ms) => Some(list_offsets(cluster, metadata, partitions.iter(), ms).await),
+        _ => None,
+    };
+    let mut plan = Vec::new();
+    for key in &partitions {
+        let (Some(&low), Some(&high)) = (earliest.get(key), latest.get(key)) else {
+            return Err(CliError::Unreachable(format!(
+                "the leader of {}-{} did not answer ListOffsets",
+                key.0, key.1
+            )));
+        };
+        let offset = match target {
+            Target::Earliest => low,
+            Target::Latest => high,
+            Target::Offset(offset) => offset.clamp(low, high),
+            // No record at or after the time: the end, as Kafka does.
+            Target::Timestamp(_) => by_time
+                .as_ref()
+                .and_then(|t| t.get(key).copied())
+                .filter(|&o| o >= 0)
+                .unwrap_or(high),
+        };
+        plan.push((key.1, offset));
+    }
+    plan.sort();
+    if execute {
+        let request = OffsetCommitRequest::default()
+            .with_group_id(group_id)
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::default())
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(
+                    plan.iter()
+                        .map(|&(p, offset)| {
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(offset)
+                                .with_committed_leader_epoch(-1)
+                        })
+                        .collect(),
+                )]);
+        let committed: OffsetCommitResponse = cluster
+            .ask(coordinator, metadata, ApiKey::OffsetCommit, 8, &request)
+            .await?;
+        for t in &committed.topics {
+            if let Some(p) = t.partitions.iter().find(|p| p.error_code != 0) {
+                return Err(refusal(
+                    &format!(
+                        "committing {group}'s offset for {topic}-{}",
+                        p.partition_index
+                    ),
+                    p.error_code,
+                    None,
+                ));
+            }
+        }
+    }
+    Ok(plan)
+}
+
+async fn describe(
+    cluster: &Cluster,
+    metadata: &MetadataResponse,
+    group: &str,
+) -> Result<GroupView, CliError> {
+    let coordinator = coordinator(cluster, metadata, group).await?;
     let group_id = GroupId(StrBytes::from_string(group.to_string()));
     let described: DescribeGroupsResponse = cluster
         .ask(
@@ -215,7 +435,7 @@ async fn describe(
             );
         }
     }
-    let ends = log_end_offsets(cluster, metadata, committed.keys()).await;
+    let ends = list_offsets(cluster, metadata, committed.keys(), -1).await;
     let offsets = committed
         .into_iter()
         .map(|((topic, partition), current)| {
@@ -246,12 +466,14 @@ async fn describe(
     })
 }
 
-/// Each partition's log end offset (ListOffsets latest at its leader); a
-/// partition whose leader does not answer is left out.
-async fn log_end_offsets<'a>(
+/// Each partition's offset for `timestamp` (ListOffsets at its leader: -1
+/// the log end, -2 the log start, else the first offset at or after that
+/// time); a partition whose leader does not answer is left out.
+async fn list_offsets<'a>(
     cluster: &Cluster,
     metadata: &MetadataResponse,
     partitions: impl Iterator<Item = &'a (String, i32)>,
+    timestamp: i64,
 ) -> BTreeMap<(String, i32), i64> {
     let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<i32>>> = BTreeMap::new();
     for (topic, partition) in partitions {
@@ -290,7 +512,7 @@ async fn log_end_offsets<'a>(
                                     .map(|p| {
                                         ListOffsetsPartition::default()
                                             .with_partition_index(p)
-                                            .with_timestamp(-1)
+                                            .with_timestamp(timestamp)
                                     })
                                     .collect(),
                             )
