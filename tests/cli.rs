@@ -894,3 +894,81 @@ fn acls_are_added_listed_and_removed() {
     ]);
     assert_eq!(code, 2);
 }
+
+/// `perf produce` writes exactly the records it reports (librdkafka's
+/// watermarks add up to them) and `perf consume` reads them all back, each
+/// with its figures.
+#[test]
+fn perf_produces_and_consumes_what_it_reports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = BrokerProcess::start(dir.path(), &[]);
+    let b = broker.bootstrap.as_str();
+    create_replicated_topic(b, "loaded", 2, 1);
+    let (code, out, err) = ferrolog(&[
+        "perf",
+        "produce",
+        "--topic",
+        "loaded",
+        "--num-records",
+        "5000",
+        "--record-size",
+        "100",
+        "--batch-records",
+        "700",
+        "--acks",
+        "-1",
+        "--json",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let produced: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(produced["records"], 5000);
+    assert_eq!(produced["bytes"], 500_000);
+    assert!(produced["records_per_sec"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+    assert!(produced["request_latency_ms"]["p99"]
+        .as_f64()
+        .is_some_and(|p| p > 0.0));
+    let client: BaseConsumer = common::client_config(b).create().expect("client");
+    let written: i64 = (0..2)
+        .map(|p| {
+            client
+                .fetch_watermarks("loaded", p, Duration::from_secs(10))
+                .expect("watermarks")
+                .1
+        })
+        .sum();
+    assert_eq!(written, 5000);
+    let (code, out, err) = ferrolog(&[
+        "perf",
+        "consume",
+        "--topic",
+        "loaded",
+        "--num-records",
+        "5000",
+        "--json",
+        "--bootstrap-server",
+        b,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let consumed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(consumed["records"], 5000);
+    assert_eq!(
+        ferrolog(&[
+            "perf",
+            "produce",
+            "--topic",
+            "loaded",
+            "--num-records",
+            "1",
+            "--acks",
+            "0",
+            "--bootstrap-server",
+            b
+        ])
+        .0,
+        2
+    );
+}

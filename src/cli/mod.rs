@@ -19,6 +19,7 @@ mod configs;
 mod connection;
 mod dump_log;
 mod groups;
+mod perf;
 mod tail;
 mod topics;
 mod users;
@@ -31,6 +32,7 @@ pub use configs::ConfigsAction;
 pub use connection::CliError;
 pub use dump_log::DumpLogArgs;
 pub use groups::GroupsAction;
+pub use perf::PerfAction;
 pub use tail::TailArgs;
 pub use topics::TopicsAction;
 pub use users::UsersAction;
@@ -79,6 +81,16 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: UsersAction,
+        /// How to reach the cluster.
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// Load: produce or consume records and report records/s, MB/s and
+    /// request latency.
+    Perf {
+        /// What to do.
+        #[command(subcommand)]
+        action: PerfAction,
         /// How to reach the cluster.
         #[command(flatten)]
         connection: ConnectionArgs,
@@ -133,6 +145,7 @@ pub fn run(command: Command) -> ExitCode {
             Command::Cluster { connection } => cluster::run(&connection).await,
             Command::DumpLog(args) => dump_log::run(&args),
             Command::Tail(args) => tail::run(&args).await,
+            Command::Perf { action, connection } => perf::run(action, &connection).await,
             Command::Acls { action, connection } => acls::run(action, &connection).await,
             Command::Users { action, connection } => users::run(action, &connection).await,
         }
