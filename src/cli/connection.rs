@@ -238,3 +238,82 @@ fn security(args: &ConnectionArgs) -> Result<Arc<InterBrokerSecurity>, CliError>
         ))),
     }
 }
+
+/// One whole batch a Fetch brought: its header and bytes.
+pub struct FetchedEntry {
+    pub header: crate::storage::batch::EntryHeader,
+    pub bytes: bytes::Bytes,
+}
+
+impl Cluster {
+    /// One Fetch of `topic`'s `partitions` (index, next offset) from
+    /// `leader`: each partition's whole batches, in order (a batch cut at
+    /// the end of the response is left for the next fetch).
+    pub async fn fetch_entries(
+        &self,
+        metadata: &MetadataResponse,
+        topic: &str,
+        leader: i32,
+        partitions: &[(i32, i64)],
+    ) -> Result<Vec<(i32, Vec<FetchedEntry>)>, CliError> {
+        use crate::storage::batch::{EntryHeader, HEADER_PEEK_LEN};
+        use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+        use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(500)
+            .with_min_bytes(1)
+            .with_max_bytes(64 * 1024 * 1024)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(kafka_protocol::protocol::StrBytes::from_string(
+                    topic.to_string(),
+                )))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|&(p, offset)| {
+                            FetchPartition::default()
+                                .with_partition(p)
+                                .with_fetch_offset(offset)
+                                .with_partition_max_bytes(8 * 1024 * 1024)
+                        })
+                        .collect(),
+                )]);
+        let fetched: FetchResponse = self
+            .ask(BrokerId(leader), metadata, ApiKey::Fetch, 11, &request)
+            .await?;
+        let mut out = Vec::new();
+        for t in fetched.responses {
+            for p in t.partitions {
+                if p.error_code != 0 {
+                    return Err(CliError::Refused(format!(
+                        "reading {topic}-{}: {}",
+                        p.partition_index,
+                        error_name(p.error_code)
+                    )));
+                }
+                let records = p.records.unwrap_or_default();
+                let mut entries = Vec::new();
+                let mut at = 0;
+                while at < records.len() {
+                    let rest = &records[at..];
+                    let Ok(header) =
+                        EntryHeader::parse(&rest[..rest.len().min(HEADER_PEEK_LEN)], at)
+                    else {
+                        break;
+                    };
+                    if header.size > rest.len() {
+                        break;
+                    }
+                    entries.push(FetchedEntry {
+                        header,
+                        bytes: records.slice(at..at + header.size),
+                    });
+                    at += header.size;
+                }
+                out.push((p.partition_index, entries));
+            }
+        }
+        Ok(out)
+    }
+}

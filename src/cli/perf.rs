@@ -9,18 +9,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, MetadataResponse, ProduceRequest,
-    ProduceResponse, TopicName,
+    ApiKey, BrokerId, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 
 use super::connection::{error_name, CliError, Cluster};
 use super::{print, ConnectionArgs};
-use crate::storage::batch::{EntryHeader, HEADER_PEEK_LEN};
 use crate::storage::records::{encode_batch, NewRecord};
 
 /// What `ferrolog perf` does.
@@ -241,56 +238,18 @@ async fn consume(
         }
         let mut progressed = false;
         for (leader, partitions) in by_leader {
-            let request = FetchRequest::default()
-                .with_replica_id(BrokerId(-1))
-                .with_max_wait_ms(500)
-                .with_min_bytes(1)
-                .with_max_bytes(64 * 1024 * 1024)
-                .with_topics(vec![FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                    .with_partitions(
-                        partitions
-                            .iter()
-                            .map(|&(p, offset)| {
-                                FetchPartition::default()
-                                    .with_partition(p)
-                                    .with_fetch_offset(offset)
-                                    .with_partition_max_bytes(8 * 1024 * 1024)
-                            })
-                            .collect(),
-                    )]);
-            let fetched: FetchResponse = cluster
-                .ask(BrokerId(leader), metadata, ApiKey::Fetch, 11, &request)
+            let fetched = cluster
+                .fetch_entries(metadata, topic, leader, &partitions)
                 .await?;
-            for t in &fetched.responses {
-                for p in &t.partitions {
-                    if p.error_code != 0 {
-                        return Err(CliError::Refused(format!(
-                            "reading {topic}-{}: {}",
-                            p.partition_index,
-                            error_name(p.error_code)
-                        )));
-                    }
-                    let Some(data) = &p.records else { continue };
-                    let mut at = 0;
-                    while at < data.len() {
-                        let rest = &data[at..];
-                        let Ok(header) =
-                            EntryHeader::parse(&rest[..rest.len().min(HEADER_PEEK_LEN)], at)
-                        else {
-                            break;
-                        };
-                        if header.size > rest.len() {
-                            break;
-                        }
-                        let position = next.entry(p.partition_index).or_default();
-                        let first = header.first_offset().unwrap_or(*position).max(*position);
-                        records += (header.last_offset + 1 - first).max(0) as u64;
-                        bytes += header.size as u64;
-                        *position = header.last_offset + 1;
-                        at += header.size;
-                        progressed = true;
-                    }
+            for (partition, entries) in fetched {
+                for entry in entries {
+                    let header = entry.header;
+                    let position = next.entry(partition).or_default();
+                    let first = header.first_offset().unwrap_or(*position).max(*position);
+                    records += (header.last_offset + 1 - first).max(0) as u64;
+                    bytes += header.size as u64;
+                    *position = header.last_offset + 1;
+                    progressed = true;
                 }
             }
         }

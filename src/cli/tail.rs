@@ -6,17 +6,15 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataResponse, TopicName,
+    ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::connection::{error_name, CliError, Cluster};
 use super::ConnectionArgs;
-use crate::storage::batch::{decode_entry, EntryHeader, HEADER_PEEK_LEN};
+use crate::storage::batch::decode_entry;
 
 /// `ferrolog tail`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -127,74 +125,34 @@ pub async fn run(args: &TailArgs) -> Result<(), CliError> {
     let stdout = std::io::stdout();
     loop {
         for (leader, partitions) in by_leader(&leaders, &positions) {
-            let request = FetchRequest::default()
-                .with_replica_id(BrokerId(-1))
-                .with_max_wait_ms(500)
-                .with_min_bytes(1)
-                .with_max_bytes(8 * 1024 * 1024)
-                .with_topics(vec![FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(args.topic.clone())))
-                    .with_partitions(
-                        partitions
-                            .iter()
-                            .map(|&(p, offset)| {
-                                FetchPartition::default()
-                                    .with_partition(p)
-                                    .with_fetch_offset(offset)
-                                    .with_partition_max_bytes(1024 * 1024)
-                            })
-                            .collect(),
-                    )]);
-            let fetched: FetchResponse = cluster
-                .ask(BrokerId(leader), &metadata, ApiKey::Fetch, 11, &request)
+            let fetched = cluster
+                .fetch_entries(&metadata, &args.topic, leader, &partitions)
                 .await?;
-            for topic in &fetched.responses {
-                for p in &topic.partitions {
-                    if p.error_code != 0 {
-                        return Err(CliError::Refused(format!(
-                            "reading {}-{}: {}",
-                            args.topic,
-                            p.partition_index,
-                            error_name(p.error_code)
-                        )));
-                    }
-                    let Some(records) = &p.records else { continue };
-                    let mut at = 0;
-                    while at < records.len() {
-                        let rest = &records[at..];
-                        let Ok(header) =
-                            EntryHeader::parse(&rest[..rest.len().min(HEADER_PEEK_LEN)], at)
-                        else {
-                            break;
-                        };
-                        if header.size > rest.len() {
-                            break; // a partial batch at the end of the response
+            for (partition, entries) in fetched {
+                for entry in entries {
+                    let decoded = decode_entry(&entry.bytes, 0)
+                        .map_err(|e| CliError::Refused(format!("decoding: {e}")))?;
+                    let position = positions.entry(partition).or_default();
+                    for record in decoded.iter().filter(|r| r.offset >= *position) {
+                        let line = render(
+                            &args.format,
+                            &Printed {
+                                topic: &args.topic,
+                                partition,
+                                offset: record.offset,
+                                timestamp: record.timestamp,
+                                key: record.key.as_deref(),
+                                value: record.value.as_deref(),
+                            },
+                        );
+                        let _ = writeln!(stdout.lock(), "{line}");
+                        printed += 1;
+                        last_record = Instant::now();
+                        if args.max_messages.is_some_and(|max| printed >= max) {
+                            return Ok(());
                         }
-                        let decoded = decode_entry(&rest[..header.size], at)
-                            .map_err(|e| CliError::Refused(format!("decoding: {e}")))?;
-                        let position = positions.entry(p.partition_index).or_default();
-                        for record in decoded.iter().filter(|r| r.offset >= *position) {
-                            let line = render(
-                                &args.format,
-                                &Printed {
-                                    topic: &args.topic,
-                                    partition: p.partition_index,
-                                    offset: record.offset,
-                                    timestamp: record.timestamp,
-                                    key: record.key.as_deref(),
-                                    value: record.value.as_deref(),
-                                },
-                            );
-                            let _ = writeln!(stdout.lock(), "{line}");
-                            printed += 1;
-                            last_record = Instant::now();
-                            if args.max_messages.is_some_and(|max| printed >= max) {
-                                return Ok(());
-                            }
-                        }
-                        *position = (*position).max(header.last_offset + 1);
-                        at += header.size;
                     }
+                    *position = (*position).max(entry.header.last_offset + 1);
                 }
             }
         }
